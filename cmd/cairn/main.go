@@ -1,0 +1,24 @@
+// Command cairn is Cairn's single binary: `cairn start` runs a broker, and the other
+// subcommands (topic, produce, consume) are Kafka clients built on franz-go.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "cairn",
+		Short:         "Cairn: a Kafka-API-compatible streaming broker",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "cairn:", err)
+		os.Exit(1)
+	}
+}
