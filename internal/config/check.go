@@ -1,0 +1,255 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// spec is a property's value rules: its type, the valid values as the docs and error
+// messages state them, and the check that returns the canonical form of a value.
+type spec struct {
+	typ   Type
+	valid string
+	check func(name, value string) (string, error)
+}
+
+// invalid builds the *Error for a value that breaks a property's rules.
+func invalid(name, value, valid, problem string) *Error {
+	msg := fmt.Sprintf("invalid value %s for %s: %s", shown(value), name, problem)
+	if valid != "" {
+		msg += "; valid values: " + valid
+	}
+	return &Error{Msg: msg}
+}
+
+// refusedValue builds the *Error for a well-formed value that Cairn does not enforce.
+func refusedValue(name, value, why string) *Error {
+	return &Error{Msg: fmt.Sprintf("%s=%s is refused rather than silently ignored: %s", name, shown(value), why)}
+}
+
+func boolSpec() spec {
+	const valid = "true, false"
+	return spec{typ: TypeBool, valid: valid, check: func(name, v string) (string, error) {
+		switch t := strings.TrimSpace(v); {
+		case strings.EqualFold(t, "true"):
+			return "true", nil
+		case strings.EqualFold(t, "false"):
+			return "false", nil
+		}
+		return "", invalid(name, v, valid, "not a boolean")
+	}}
+}
+
+func typeBounds(t Type) (bits int, lo, hi int64) {
+	switch t {
+	case TypeShort:
+		return 16, math.MinInt16, math.MaxInt16
+	case TypeInt:
+		return 32, math.MinInt32, math.MaxInt32
+	default:
+		return 64, math.MinInt64, math.MaxInt64
+	}
+}
+
+// numSpec accepts whole numbers of type t in [lo, hi]; with unlimited, -1 is also
+// accepted and means "no limit".
+func numSpec(t Type, lo, hi int64, unlimited bool) spec {
+	bits, tlo, thi := typeBounds(t)
+	rng := fmt.Sprintf("%d to %d", lo, hi)
+	if hi == thi {
+		rng = fmt.Sprintf(">= %d", lo)
+	}
+	valid := rng
+	if unlimited {
+		valid = "-1 (unlimited) or " + rng
+	}
+	return spec{typ: t, valid: valid, check: func(name, v string) (string, error) {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, bits)
+		if errors.Is(err, strconv.ErrRange) {
+			return "", invalid(name, v, valid, fmt.Sprintf("out of range for a %s (%d to %d)", t, tlo, thi))
+		}
+		if err != nil {
+			return "", invalid(name, v, valid, fmt.Sprintf("not a whole number (%s)", t))
+		}
+		if (unlimited && n == -1) || (n >= lo && n <= hi) {
+			return strconv.FormatInt(n, 10), nil
+		}
+		return "", invalid(name, v, valid, "out of range")
+	}}
+}
+
+// enumSpec accepts one of values, case-insensitively, and returns it as spelled there.
+func enumSpec(values ...string) spec {
+	valid := strings.Join(values, ", ")
+	return spec{typ: TypeEnum, valid: valid, check: func(name, v string) (string, error) {
+		t := strings.TrimSpace(v)
+		for _, e := range values {
+			if strings.EqualFold(t, e) {
+				return e, nil
+			}
+		}
+		return "", invalid(name, v, valid, "not one of the allowed values")
+	}}
+}
+
+// splitList splits a comma-separated list and trims each item. An empty (or all-blank)
+// string is the empty list; an empty item inside a list is an error.
+func splitList(v string) ([]string, bool) {
+	if strings.TrimSpace(v) == "" {
+		return nil, true
+	}
+	items := strings.Split(v, ",")
+	for i, it := range items {
+		items[i] = strings.TrimSpace(it)
+		if items[i] == "" {
+			return nil, false
+		}
+	}
+	return items, true
+}
+
+// cleanupPolicySpec accepts only "delete" until compaction exists.
+func cleanupPolicySpec() spec {
+	const valid = `delete ("compact" is refused until compaction is implemented)`
+	return spec{typ: TypeList, valid: valid, check: func(name, v string) (string, error) {
+		items, ok := splitList(v)
+		if !ok {
+			return "", invalid(name, v, valid, "empty item in list")
+		}
+		if len(items) == 0 {
+			return "", invalid(name, v, valid, "at least one policy is required")
+		}
+		for _, it := range items {
+			switch strings.ToLower(it) {
+			case "delete":
+			case "compact":
+				return "", refusedValue(name, strings.TrimSpace(v), "log compaction is not implemented yet, so only \"delete\" is accepted")
+			default:
+				return "", invalid(name, v, valid, fmt.Sprintf("unknown cleanup policy %q", it))
+			}
+		}
+		return "delete", nil
+	}}
+}
+
+// compressionSpec accepts only "producer": batches are stored and served as produced.
+func compressionSpec() spec {
+	const valid = "producer"
+	return spec{typ: TypeEnum, valid: valid, check: func(name, v string) (string, error) {
+		t := strings.ToLower(strings.TrimSpace(v))
+		switch t {
+		case "producer":
+			return "producer", nil
+		case "uncompressed", "none", "gzip", "snappy", "lz4", "zstd":
+			return "", refusedValue(name, t, "Cairn stores every batch exactly as the producer sent it and never recompresses, so only \"producer\" is accepted")
+		}
+		return "", invalid(name, v, valid, "unknown compression type")
+	}}
+}
+
+func hasControlOrSpace(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkAddr checks host:port. A listen address may leave the host empty and use port 0;
+// an address others dial (advertised, seed) needs a concrete host and a port from 1.
+func checkAddr(v string, dial bool) string {
+	if hasControlOrSpace(v) {
+		return "contains spaces or control characters"
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return "not a host:port address"
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return "port is not a number from 0 to 65535"
+	}
+	if dial {
+		if host == "" {
+			return "host is empty"
+		}
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			return "host is a wildcard address that no one can dial"
+		}
+		if p == 0 {
+			return "port 0 cannot be dialled"
+		}
+	}
+	return ""
+}
+
+func listenAddrSpec() spec {
+	const valid = "host:port (host may be empty to listen on all interfaces)"
+	return spec{typ: TypeString, valid: valid, check: func(name, v string) (string, error) {
+		if p := checkAddr(v, false); p != "" {
+			return "", invalid(name, v, valid, p)
+		}
+		return v, nil
+	}}
+}
+
+func advertisedAddrSpec() spec {
+	const valid = "host:port with a dialable host and a port from 1 to 65535, or empty for kafka.addr"
+	return spec{typ: TypeString, valid: valid, check: func(name, v string) (string, error) {
+		if v == "" {
+			return "", nil
+		}
+		if p := checkAddr(v, true); p != "" {
+			return "", invalid(name, v, valid, p)
+		}
+		return v, nil
+	}}
+}
+
+func seedsSpec() spec {
+	const valid = "comma-separated host:port list (dialable hosts, ports 1 to 65535), or empty"
+	return spec{typ: TypeList, valid: valid, check: func(name, v string) (string, error) {
+		items, ok := splitList(v)
+		if !ok {
+			return "", invalid(name, v, valid, "empty item in list")
+		}
+		for _, it := range items {
+			if p := checkAddr(it, true); p != "" {
+				return "", invalid(name, v, valid, fmt.Sprintf("seed %q: %s", it, p))
+			}
+		}
+		return strings.Join(items, ","), nil
+	}}
+}
+
+func dataDirSpec() spec {
+	const valid = "a non-empty path"
+	return spec{typ: TypeString, valid: valid, check: func(name, v string) (string, error) {
+		if v == "" {
+			return "", invalid(name, v, valid, "empty")
+		}
+		if strings.ContainsFunc(v, unicode.IsControl) {
+			return "", invalid(name, v, valid, "contains control characters")
+		}
+		return v, nil
+	}}
+}
+
+func rackSpec() spec {
+	const valid = "empty, or up to 255 bytes without spaces or control characters"
+	return spec{typ: TypeString, valid: valid, check: func(name, v string) (string, error) {
+		if len(v) > 255 {
+			return "", invalid(name, v, valid, "longer than 255 bytes")
+		}
+		if hasControlOrSpace(v) {
+			return "", invalid(name, v, valid, "contains spaces or control characters")
+		}
+		return v, nil
+	}}
+}

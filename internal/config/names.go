@@ -1,0 +1,54 @@
+package config
+
+// Topic property names.
+const (
+	TopicCleanupPolicy     = "cleanup.policy"
+	TopicCompressionType   = "compression.type"
+	TopicFlushBytes        = "flush.bytes"
+	TopicFlushMs           = "flush.ms"
+	TopicMaxMessageBytes   = "max.message.bytes"
+	TopicMinInsyncReplicas = "min.insync.replicas"
+	TopicRetentionBytes    = "retention.bytes"
+	TopicRetentionMs       = "retention.ms"
+	TopicSegmentBytes      = "segment.bytes"
+	TopicSegmentMs         = "segment.ms"
+	TopicWriteCaching      = "write.caching"
+)
+
+// Cluster property names.
+const (
+	ClusterAutoCreateTopicsEnable      = "auto.create.topics.enable"
+	ClusterCompressionType             = "compression.type"
+	ClusterDefaultReplicationFactor    = "default.replication.factor"
+	ClusterLogCleanupPolicy            = "log.cleanup.policy"
+	ClusterLogFlushIntervalBytes       = "log.flush.interval.bytes"
+	ClusterLogFlushIntervalMs          = "log.flush.interval.ms"
+	ClusterLogRetentionBytes           = "log.retention.bytes"
+	ClusterLogRetentionCheckIntervalMs = "log.retention.check.interval.ms"
+	ClusterLogRetentionMs              = "log.retention.ms"
+	ClusterLogRollMs                   = "log.roll.ms"
+	ClusterLogSegmentBytes             = "log.segment.bytes"
+	ClusterMessageMaxBytes             = "message.max.bytes"
+	ClusterMinInsyncReplicas           = "min.insync.replicas"
+	ClusterNumPartitions               = "num.partitions"
+	ClusterWriteCachingDefault         = "write_caching_default"
+)
+
+// Node property names.
+const (
+	NodeAdminAddr           = "admin.addr"
+	NodeAdvertisedKafkaAddr = "advertised.kafka.addr"
+	NodeDataDir             = "data.dir"
+	NodeKafkaAddr           = "kafka.addr"
+	NodeID                  = "node.id"
+	NodeRack                = "rack"
+	NodeRPCAddr             = "rpc.addr"
+	NodeSeeds               = "seeds"
+)
+
+// Values of write_caching_default.
+const (
+	WriteCachingTrue     = "true"
+	WriteCachingFalse    = "false"
+	WriteCachingDisabled = "disabled"
+)

@@ -1,0 +1,292 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// Property is one registry entry.
+type Property struct {
+	Name        string
+	Scope       Scope
+	Type        Type
+	Default     string // canonical built-in default; "" for advertised.kafka.addr means DefaultFrom
+	Valid       string // the valid values, as docs and error messages state them
+	Description string // one line
+	EnforcedBy  string // the component and behaviour that enforce it, e.g. "storage: segment roll"
+	// Synonym is, for a topic property, the cluster property that supplies its default
+	// (Kafka's synonym, e.g. log.segment.bytes for segment.bytes). Empty otherwise.
+	Synonym string
+	// Flag is, for a node property, the `cairn start` flag that sets it, e.g. "--data-dir".
+	Flag string
+	// DefaultFrom is, for a node property whose default is another node property's
+	// value, that property's name (advertised.kafka.addr defaults to kafka.addr).
+	DefaultFrom string
+
+	check func(name, value string) (string, error)
+}
+
+// ReadOnly reports whether the property cannot be changed at run time (node properties).
+func (p Property) ReadOnly() bool { return p.Scope == ScopeNode }
+
+// Validate checks value against p's rules and returns its canonical form, or an *Error.
+func (p Property) Validate(value string) (string, error) {
+	if p.check == nil {
+		return "", &Error{Msg: "config: property " + p.Name + " has no rules"}
+	}
+	return p.check(p.Name, value)
+}
+
+// Refused is a well-known Kafka property that Cairn refuses because it does not enforce it.
+type Refused struct {
+	Name       string // exact name, or a prefix ending in "*" (e.g. "log.cleaner.*")
+	KafkaScope string // "topic" or "broker": where Kafka accepts it
+	Reason     string // why Cairn does not enforce it
+	Msg        string // if set, the whole refusal message instead of the standard one
+}
+
+// Message is the refusal message returned for name, which matches r.
+func (r Refused) Message(name string) string {
+	if r.Msg != "" {
+		return r.Msg
+	}
+	return name + " is a Kafka " + r.KafkaScope + " property that Cairn does not enforce (" +
+		r.Reason + "), so it is refused rather than silently ignored"
+}
+
+func (r Refused) matches(name string) bool {
+	if p, ok := strings.CutSuffix(r.Name, "*"); ok {
+		return strings.HasPrefix(name, p)
+	}
+	return r.Name == name
+}
+
+// RefusedValue describes values of an accepted property that Cairn refuses.
+type RefusedValue struct {
+	Name   string // property name
+	Values string // the refused values
+	Reason string
+}
+
+type registry struct {
+	props   []Property // sorted by scope (topic, cluster, node) then name
+	byScope [3]map[string]int
+	refused []Refused
+}
+
+var reg = build()
+
+func topicPair(topic, cluster string, s spec, def, desc, enforcedBy string) []Property {
+	return []Property{
+		{Name: topic, Scope: ScopeTopic, Type: s.typ, Default: def, Valid: s.valid,
+			Description: desc, EnforcedBy: enforcedBy, Synonym: cluster, check: s.check},
+		{Name: cluster, Scope: ScopeCluster, Type: s.typ, Default: def, Valid: s.valid,
+			Description: "Cluster-wide default of the topic property " + topic + ".",
+			EnforcedBy:  enforcedBy + " (through " + topic + ")", check: s.check},
+	}
+}
+
+func build() *registry {
+	var ps []Property
+	add := func(p ...Property) { ps = append(ps, p...) }
+
+	// Topic properties and the cluster properties that supply their defaults.
+	add(topicPair(TopicCleanupPolicy, ClusterLogCleanupPolicy, cleanupPolicySpec(), "delete",
+		"What retention does with old data: delete removes whole segments by retention.ms and retention.bytes.",
+		"storage: retention")...)
+	add(topicPair(TopicCompressionType, ClusterCompressionType, compressionSpec(), "producer",
+		"Compression of stored batches: producer keeps each batch exactly as the producer compressed it.",
+		"storage: batches stored and served as produced")...)
+	add(topicPair(TopicRetentionMs, ClusterLogRetentionMs, numSpec(TypeLong, 1, math.MaxInt64, true), "604800000",
+		"Time-based retention: data older than this many milliseconds is deleted, a whole segment at a time; -1 keeps data regardless of age.",
+		"storage: time retention")...)
+	add(topicPair(TopicRetentionBytes, ClusterLogRetentionBytes, numSpec(TypeLong, 1, math.MaxInt64, true), "-1",
+		"Size-based retention per partition: the oldest segments are deleted while the partition is larger than this; -1 means no size limit.",
+		"storage: size retention")...)
+	add(topicPair(TopicSegmentBytes, ClusterLogSegmentBytes, numSpec(TypeInt, 1024, math.MaxInt32, false), "1073741824",
+		"Segment size in bytes at which the active segment is closed and a new one started (Cairn's minimum is 1024 bytes).",
+		"storage: segment roll by size")...)
+	add(topicPair(TopicSegmentMs, ClusterLogRollMs, numSpec(TypeLong, 1, math.MaxInt64, false), "604800000",
+		"Age in milliseconds at which the active segment is closed and a new one started, even if it is not full.",
+		"storage: segment roll by age")...)
+	add(topicPair(TopicMaxMessageBytes, ClusterMessageMaxBytes, numSpec(TypeInt, 0, math.MaxInt32, false), "1048588",
+		"Largest record batch, in bytes as sent by the producer, that a produce request may carry for this topic.",
+		"partition: produce validation")...)
+	add(topicPair(TopicWriteCaching, ClusterWriteCachingDefault, boolSpec(), "false",
+		"Acknowledge acks=all writes, and let consumers read them, once a majority has written them, before fsync; background flushes follow flush.ms and flush.bytes. Forced off when write_caching_default is disabled.",
+		"partition: acks=all completion and consumer visibility")...)
+	add(topicPair(TopicFlushMs, ClusterLogFlushIntervalMs, numSpec(TypeLong, 0, math.MaxInt64, false), "100",
+		"Under write caching, the longest time in milliseconds appended data waits for a background fsync; 0 flushes after every append.",
+		"partition: background flush under write caching")...)
+	add(topicPair(TopicFlushBytes, ClusterLogFlushIntervalBytes, numSpec(TypeLong, 1, math.MaxInt64, false), "262144",
+		"Under write caching, how many unflushed bytes trigger a background fsync (whichever of flush.ms and flush.bytes comes first).",
+		"partition: background flush under write caching")...)
+	add(topicPair(TopicMinInsyncReplicas, ClusterMinInsyncReplicas, numSpec(TypeInt, 1, math.MaxInt32, false), "1",
+		"In-sync replicas an acks=all write needs to be admitted, and replicas that must hold it before it succeeds; capped at the replication factor.",
+		"partition: acks=all admission and completion")...)
+
+	// write_caching_default is an enum, not the bool of write.caching: replace the pair's
+	// cluster half.
+	for i := range ps {
+		if ps[i].Name == ClusterWriteCachingDefault {
+			s := enumSpec(WriteCachingTrue, WriteCachingFalse, WriteCachingDisabled)
+			ps[i].Type, ps[i].Valid, ps[i].check = s.typ, s.valid, s.check
+			ps[i].Description = "Write caching for topics that do not set write.caching (true or false); disabled forces it off for every topic, whatever write.caching says."
+			ps[i].EnforcedBy = "partition: acks=all completion and consumer visibility (through each topic's effective write.caching)"
+		}
+	}
+
+	// Cluster-only properties.
+	cluster := func(name string, s spec, def, desc, enforcedBy string) {
+		add(Property{Name: name, Scope: ScopeCluster, Type: s.typ, Default: def, Valid: s.valid,
+			Description: desc, EnforcedBy: enforcedBy, check: s.check})
+	}
+	cluster(ClusterAutoCreateTopicsEnable, boolSpec(), "true",
+		"Create a topic with the default settings when a client's Metadata request names a missing topic and allows auto-creation.",
+		"broker: Metadata auto-creation")
+	cluster(ClusterNumPartitions, numSpec(TypeInt, 1, math.MaxInt32, false), "1",
+		"Partition count of topics created without one (auto-created, or CreateTopics with -1).",
+		"controller: topic creation")
+	cluster(ClusterDefaultReplicationFactor, numSpec(TypeShort, 1, math.MaxInt16, false), "1",
+		"Replication factor of topics created without one (auto-created, or CreateTopics with -1).",
+		"controller: topic creation")
+	cluster(ClusterLogRetentionCheckIntervalMs, numSpec(TypeLong, 1, math.MaxInt64, false), "300000",
+		"How often, in milliseconds, retention checks each partition for data to delete.",
+		"storage: retention schedule")
+
+	// Node properties: fixed at `cairn start`.
+	node := func(name, flag string, s spec, def, defFrom, desc, enforcedBy string) {
+		add(Property{Name: name, Scope: ScopeNode, Type: s.typ, Default: def, Valid: s.valid,
+			Description: desc, EnforcedBy: enforcedBy, Flag: flag, DefaultFrom: defFrom, check: s.check})
+	}
+	node(NodeID, "--node-id", numSpec(TypeInt, 0, math.MaxInt32, false), "0", "",
+		"This node's broker id, unique in the cluster.",
+		"broker: node identity in Raft, Metadata and placement")
+	node(NodeDataDir, "--data-dir", dataDirSpec(), "./cairn-data", "",
+		"Directory that holds this node's partition logs and Raft state.",
+		"storage: data directory")
+	node(NodeKafkaAddr, "--kafka-addr", listenAddrSpec(), "localhost:9092", "",
+		"Address the Kafka API listener binds.",
+		"kafka: listener")
+	node(NodeAdvertisedKafkaAddr, "--advertised-kafka-addr", advertisedAddrSpec(), "", NodeKafkaAddr,
+		"Address clients are told to connect to in Metadata responses; kafka.addr when not set.",
+		"broker: Metadata responses")
+	node(NodeRPCAddr, "--rpc-addr", listenAddrSpec(), "localhost:9093", "",
+		"Address the inter-broker RPC listener binds (Raft transport and request forwarding).",
+		"raft: transport")
+	node(NodeAdminAddr, "--admin-addr", listenAddrSpec(), ":9644", "",
+		"Address the admin HTTP server binds (admin API, /metrics, health and readiness).",
+		"admin: HTTP server")
+	node(NodeRack, "--rack", rackSpec(), "", "",
+		"Rack (failure domain) this node is in; empty declares none.",
+		"controller: rack-aware replica placement")
+	node(NodeSeeds, "--seeds", seedsSpec(), "", "",
+		"RPC addresses (host:port) of other nodes to contact when joining the cluster.",
+		"broker: cluster join")
+
+	scopeOrder := map[Scope]int{ScopeTopic: 0, ScopeCluster: 1, ScopeNode: 2}
+	slices.SortStableFunc(ps, func(a, b Property) int {
+		if d := scopeOrder[a.Scope] - scopeOrder[b.Scope]; d != 0 {
+			return d
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	refused := refusedList()
+	slices.SortStableFunc(refused, func(a, b Refused) int {
+		if a.KafkaScope != b.KafkaScope {
+			return -strings.Compare(a.KafkaScope, b.KafkaScope) // topic before broker
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	r := &registry{props: ps, refused: refused}
+	for i := range r.byScope {
+		r.byScope[i] = map[string]int{}
+	}
+	for i, p := range ps {
+		if _, dup := r.byScope[p.Scope][p.Name]; dup {
+			panic("config: duplicate property " + p.Scope.String() + " " + p.Name)
+		}
+		r.byScope[p.Scope][p.Name] = i
+	}
+	return r
+}
+
+func refusedList() []Refused {
+	const (
+		compaction = "log compaction is not implemented yet"
+		tiered     = "Cairn has no tiered storage"
+		timestamps = "Cairn keeps producer timestamps and does not check or rewrite them against broker time yet"
+		throttle   = "replication throttling is not implemented"
+	)
+	return []Refused{
+		{Name: "min.insync.racks", KafkaScope: "topic",
+			Reason: "not enforced until rack-aware replication lands",
+			Msg:    "min.insync.racks is not enforced until rack-aware replication lands; refused rather than ignored"},
+
+		// Topic properties.
+		{Name: "compression.gzip.level", KafkaScope: "topic", Reason: "batches are never recompressed, so a level would have no effect"},
+		{Name: "compression.lz4.level", KafkaScope: "topic", Reason: "batches are never recompressed, so a level would have no effect"},
+		{Name: "compression.zstd.level", KafkaScope: "topic", Reason: "batches are never recompressed, so a level would have no effect"},
+		{Name: "delete.retention.ms", KafkaScope: "topic", Reason: compaction + ", so there are no tombstones to reap"},
+		{Name: "file.delete.delay.ms", KafkaScope: "topic", Reason: "storage decides when files of deleted segments go; the delay is not configurable"},
+		{Name: "flush.messages", KafkaScope: "topic", Reason: "Cairn flushes by bytes and time (flush.bytes, flush.ms), not by message count"},
+		{Name: "follower.replication.throttled.replicas", KafkaScope: "topic", Reason: throttle},
+		{Name: "index.interval.bytes", KafkaScope: "topic", Reason: "storage chooses the spacing of its sparse offset index"},
+		{Name: "leader.replication.throttled.replicas", KafkaScope: "topic", Reason: throttle},
+		{Name: "local.retention.bytes", KafkaScope: "topic", Reason: tiered},
+		{Name: "local.retention.ms", KafkaScope: "topic", Reason: tiered},
+		{Name: "max.compaction.lag.ms", KafkaScope: "topic", Reason: compaction},
+		{Name: "message.downconversion.enable", KafkaScope: "topic", Reason: "Cairn serves stored RecordBatch v2 bytes as they are and never down-converts"},
+		{Name: "message.format.version", KafkaScope: "topic", Reason: "Cairn stores RecordBatch v2 only"},
+		{Name: "message.timestamp.after.max.ms", KafkaScope: "topic", Reason: timestamps},
+		{Name: "message.timestamp.before.max.ms", KafkaScope: "topic", Reason: timestamps},
+		{Name: "message.timestamp.difference.max.ms", KafkaScope: "topic", Reason: timestamps},
+		{Name: "message.timestamp.type", KafkaScope: "topic", Reason: timestamps + "; LogAppendTime is not supported"},
+		{Name: "min.cleanable.dirty.ratio", KafkaScope: "topic", Reason: compaction},
+		{Name: "min.compaction.lag.ms", KafkaScope: "topic", Reason: compaction},
+		{Name: "preallocate", KafkaScope: "topic", Reason: "segment files are not preallocated"},
+		{Name: "remote.log.copy.disable", KafkaScope: "topic", Reason: tiered},
+		{Name: "remote.log.delete.on.disable", KafkaScope: "topic", Reason: tiered},
+		{Name: "remote.storage.enable", KafkaScope: "topic", Reason: tiered},
+		{Name: "segment.index.bytes", KafkaScope: "topic", Reason: "storage sizes its offset and time indexes itself"},
+		{Name: "segment.jitter.ms", KafkaScope: "topic", Reason: "segments roll exactly at segment.ms, without jitter"},
+		{Name: "unclean.leader.election.enable", KafkaScope: "topic", Reason: "leaders are elected by Raft from replicas that hold every committed entry, so there is no unclean election to allow"},
+
+		// Broker properties.
+		{Name: "follower.replication.throttled.rate", KafkaScope: "broker", Reason: throttle},
+		{Name: "leader.replication.throttled.rate", KafkaScope: "broker", Reason: throttle},
+		{Name: "log.cleaner.*", KafkaScope: "broker", Reason: compaction},
+		{Name: "log.flush.interval.messages", KafkaScope: "broker", Reason: "Cairn flushes by bytes and time (log.flush.interval.bytes, log.flush.interval.ms), not by message count"},
+		{Name: "log.flush.scheduler.interval.ms", KafkaScope: "broker", Reason: "flushes are driven by each partition's own flush.ms timer, not a global scheduler"},
+		{Name: "log.index.interval.bytes", KafkaScope: "broker", Reason: "storage chooses the spacing of its sparse offset index"},
+		{Name: "log.index.size.max.bytes", KafkaScope: "broker", Reason: "storage sizes its offset and time indexes itself"},
+		{Name: "log.local.retention.bytes", KafkaScope: "broker", Reason: tiered},
+		{Name: "log.local.retention.ms", KafkaScope: "broker", Reason: tiered},
+		{Name: "log.message.downconversion.enable", KafkaScope: "broker", Reason: "Cairn serves stored RecordBatch v2 bytes as they are and never down-converts"},
+		{Name: "log.message.format.version", KafkaScope: "broker", Reason: "Cairn stores RecordBatch v2 only"},
+		{Name: "log.message.timestamp.after.max.ms", KafkaScope: "broker", Reason: timestamps},
+		{Name: "log.message.timestamp.before.max.ms", KafkaScope: "broker", Reason: timestamps},
+		{Name: "log.message.timestamp.difference.max.ms", KafkaScope: "broker", Reason: timestamps},
+		{Name: "log.message.timestamp.type", KafkaScope: "broker", Reason: timestamps + "; LogAppendTime is not supported"},
+		{Name: "log.preallocate", KafkaScope: "broker", Reason: "segment files are not preallocated"},
+		{Name: "log.retention.hours", KafkaScope: "broker", Reason: "Cairn takes retention in milliseconds only; set log.retention.ms"},
+		{Name: "log.retention.minutes", KafkaScope: "broker", Reason: "Cairn takes retention in milliseconds only; set log.retention.ms"},
+		{Name: "log.roll.hours", KafkaScope: "broker", Reason: "Cairn takes the roll age in milliseconds only; set log.roll.ms"},
+		{Name: "log.roll.jitter.hours", KafkaScope: "broker", Reason: "segments roll exactly at log.roll.ms, without jitter"},
+		{Name: "log.roll.jitter.ms", KafkaScope: "broker", Reason: "segments roll exactly at log.roll.ms, without jitter"},
+		{Name: "log.segment.delete.delay.ms", KafkaScope: "broker", Reason: "storage decides when files of deleted segments go; the delay is not configurable"},
+		{Name: "remote.log.*", KafkaScope: "broker", Reason: tiered},
+		{Name: "replica.lag.time.max.ms", KafkaScope: "broker", Reason: "the in-sync window is fixed at 30000 ms; changing it is not supported yet"},
+	}
+}
+
+// refusedValues lists values of accepted properties that are refused, for the docs.
+func refusedValues() []RefusedValue {
+	return []RefusedValue{
+		{Name: TopicCleanupPolicy + ", " + ClusterLogCleanupPolicy, Values: "compact, compact,delete",
+			Reason: "log compaction is not implemented yet"},
+		{Name: TopicCompressionType + " (topic and cluster)", Values: "uncompressed, none, gzip, snappy, lz4, zstd",
+			Reason: "Cairn stores each batch exactly as the producer sent it and never recompresses"},
+	}
+}
