@@ -71,10 +71,10 @@ func numSpec(t Type, lo, hi int64, unlimited bool) spec {
 	return spec{typ: t, valid: valid, check: func(name, v string) (string, error) {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, bits)
 		if errors.Is(err, strconv.ErrRange) {
-			return "", invalid(name, v, valid, fmt.Sprintf("out of range for a %s (%d to %d)", t, tlo, thi))
+			return "", invalid(name, v, valid, fmt.Sprintf("out of range for %s %s (%d to %d)", article(t.String()), t, tlo, thi))
 		}
 		if err != nil {
-			return "", invalid(name, v, valid, fmt.Sprintf("not a whole number (%s)", t))
+			return "", invalid(name, v, valid, fmt.Sprintf("not a whole number (%s %s)", article(t.String()), t))
 		}
 		if (unlimited && n == -1) || (n >= lo && n <= hi) {
 			return strconv.FormatInt(n, 10), nil

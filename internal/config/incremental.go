@@ -93,7 +93,7 @@ func ApplyIncremental(current map[string]string, ops []Op, validate func(name, v
 				return nil, err
 			}
 			if p.Type != TypeList {
-				return nil, &Error{Msg: fmt.Sprintf("%s is only valid for list properties; %s is a %s", opName(op.Op), op.Name, p.Type)}
+				return nil, &Error{Msg: fmt.Sprintf("%s is only valid for list properties; %s is %s %s", opName(op.Op), op.Name, article(p.Type.String()), p.Type)}
 			}
 			if op.Value == nil {
 				return nil, &Error{Msg: fmt.Sprintf("%s of %s has no value", opName(op.Op), op.Name)}
@@ -126,4 +126,11 @@ func ApplyIncremental(current map[string]string, ops []Op, validate func(name, v
 		}
 	}
 	return out, nil
+}
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
