@@ -1,0 +1,211 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var be = binary.BigEndian
+
+const (
+	segHeaderSize   = 64
+	segMagic        = "CAIRNSEG"
+	segVersion      = 1
+	entryHeaderSize = 25 // length u32 | crc u32 | index u64 | term u64 | type u8
+
+	// maxEntryLength bounds an entry's length field; a RecordBatch's own length is an
+	// int32, so anything larger is garbage.
+	maxEntryLength = math.MaxInt32
+
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	tmpSuffix       = ".tmp"
+	checkpointName  = "log-start-offset.checkpoint"
+)
+
+// RecordBatch v2 header layout (Kafka protocol).
+const (
+	batchBaseOffsetPos      = 0  // int64
+	batchLengthPos          = 8  // int32: bytes after this field
+	batchLeaderEpochPos     = 12 // int32 partitionLeaderEpoch
+	batchMagicPos           = 16 // int8
+	batchCRCPos             = 17 // uint32 CRC32C of bytes [21:]
+	batchAttributesPos      = 21 // int16
+	batchLastOffsetDeltaPos = 23 // int32
+	batchMaxTimestampPos    = 35 // int64
+	batchHeaderSize         = 61
+)
+
+func segmentName(baseIndex uint64) string { return fmt.Sprintf("%020d", baseIndex) }
+
+// parseSegmentName parses "<20 digits>.log" (or another suffix).
+func parseSegmentName(name, suffix string) (uint64, bool) {
+	if !strings.HasSuffix(name, suffix) {
+		return 0, false
+	}
+	s := strings.TrimSuffix(name, suffix)
+	if len(s) != 20 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v == 0 {
+		return 0, false
+	}
+	return v, true
+}
+
+func segPath(dir string, baseIndex uint64, suffix string) string {
+	return filepath.Join(dir, segmentName(baseIndex)+suffix)
+}
+
+type segHeader struct {
+	baseIndex  uint64
+	baseOffset int64
+	prevTerm   uint64
+	createdMs  int64
+}
+
+func encodeSegHeader(h segHeader) []byte {
+	b := make([]byte, segHeaderSize)
+	copy(b[0:8], segMagic)
+	be.PutUint32(b[8:12], segVersion)
+	be.PutUint32(b[12:16], segHeaderSize)
+	be.PutUint64(b[16:24], h.baseIndex)
+	be.PutUint64(b[24:32], uint64(h.baseOffset))
+	be.PutUint64(b[32:40], h.prevTerm)
+	be.PutUint64(b[40:48], uint64(h.createdMs))
+	be.PutUint32(b[60:64], crc32.Checksum(b[:60], castagnoli))
+	return b
+}
+
+func decodeSegHeader(b []byte) (segHeader, bool) {
+	if len(b) < segHeaderSize || string(b[0:8]) != segMagic ||
+		be.Uint32(b[8:12]) != segVersion || be.Uint32(b[12:16]) != segHeaderSize ||
+		be.Uint32(b[60:64]) != crc32.Checksum(b[:60], castagnoli) {
+		return segHeader{}, false
+	}
+	h := segHeader{
+		baseIndex:  be.Uint64(b[16:24]),
+		baseOffset: int64(be.Uint64(b[24:32])),
+		prevTerm:   be.Uint64(b[32:40]),
+		createdMs:  int64(be.Uint64(b[40:48])),
+	}
+	if h.baseIndex == 0 || h.baseOffset < 0 {
+		return segHeader{}, false
+	}
+	return h, true
+}
+
+// entryMeta is what the log knows about one entry without its payload.
+type entryMeta struct {
+	index      uint64
+	term       uint64
+	typ        EntryType
+	baseOffset int64
+	records    int32
+	maxTs      int64
+	size       int64 // encoded size, header included
+}
+
+func (m *entryMeta) endOffset() int64 { return m.baseOffset + int64(m.records) }
+
+// checkBatch does the cheap sanity checks Append and recovery apply to a data payload.
+func checkBatch(b []byte) error {
+	if len(b) < batchHeaderSize {
+		return fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidBatch, len(b), batchHeaderSize)
+	}
+	if n := int32(be.Uint32(b[batchLengthPos:])); int64(n) != int64(len(b))-12 {
+		return fmt.Errorf("%w: batchLength %d does not match %d bytes", ErrInvalidBatch, n, len(b))
+	}
+	if b[batchMagicPos] != 2 {
+		return fmt.Errorf("%w: magic %d, want 2", ErrInvalidBatch, b[batchMagicPos])
+	}
+	if d := int32(be.Uint32(b[batchLastOffsetDeltaPos:])); d < 0 {
+		return fmt.Errorf("%w: lastOffsetDelta %d", ErrInvalidBatch, d)
+	}
+	return nil
+}
+
+func batchRecords(b []byte) int32 { return int32(be.Uint32(b[batchLastOffsetDeltaPos:])) + 1 }
+func batchMaxTs(b []byte) int64   { return int64(be.Uint64(b[batchMaxTimestampPos:])) }
+func batchBase(b []byte) int64    { return int64(be.Uint64(b[batchBaseOffsetPos:])) }
+
+// appendEntry encodes one entry onto buf: header, then the payload, with a data payload's
+// baseOffset and partitionLeaderEpoch fields set (outside the batch CRC, so it stays valid).
+func appendEntry(buf []byte, e *Entry) []byte {
+	start := len(buf)
+	n := len(e.Data)
+	var hdr [entryHeaderSize]byte
+	be.PutUint32(hdr[0:4], uint32(entryHeaderSize-4+n))
+	be.PutUint64(hdr[8:16], e.Index)
+	be.PutUint64(hdr[16:24], e.Term)
+	hdr[24] = byte(e.Type)
+	buf = append(buf, hdr[:]...)
+	buf = append(buf, e.Data...)
+	if e.Type == EntryData {
+		p := buf[start+entryHeaderSize:]
+		be.PutUint64(p[batchBaseOffsetPos:], uint64(e.BaseOffset))
+		be.PutUint32(p[batchLeaderEpochPos:], uint32(int32(e.Term)))
+	}
+	ent := buf[start:]
+	be.PutUint32(ent[4:8], entryCRC(ent))
+	return buf
+}
+
+// entryCRC is the CRC32C of an encoded entry's length field and everything after its CRC.
+func entryCRC(ent []byte) uint32 {
+	c := crc32.Update(0, castagnoli, ent[0:4])
+	return crc32.Update(c, castagnoli, ent[8:])
+}
+
+// parsedEntry is one decoded entry; payload aliases the reader's buffer.
+type parsedEntry struct {
+	index   uint64
+	term    uint64
+	typ     EntryType
+	payload []byte
+	size    int64
+}
+
+// meta completes the entry's metadata given the offset it starts at.
+func (p *parsedEntry) meta(offset int64) entryMeta {
+	m := entryMeta{index: p.index, term: p.term, typ: p.typ, baseOffset: offset, maxTs: -1, size: p.size}
+	if p.typ == EntryData {
+		m.records = batchRecords(p.payload)
+		m.maxTs = batchMaxTs(p.payload)
+	}
+	return m
+}
+
+// validEntry checks an entry's CRC and structure, and that a data entry's batch sits at
+// the expected offset.
+func validEntry(ent []byte, offset int64) (parsedEntry, bool) {
+	if len(ent) < entryHeaderSize || be.Uint32(ent[4:8]) != entryCRC(ent) {
+		return parsedEntry{}, false
+	}
+	p := parsedEntry{
+		index:   be.Uint64(ent[8:16]),
+		term:    be.Uint64(ent[16:24]),
+		typ:     EntryType(ent[24]),
+		payload: ent[entryHeaderSize:],
+		size:    int64(len(ent)),
+	}
+	switch p.typ {
+	case EntryData:
+		if checkBatch(p.payload) != nil || batchBase(p.payload) != offset {
+			return parsedEntry{}, false
+		}
+	case EntryInternal:
+	default:
+		return parsedEntry{}, false
+	}
+	return p, true
+}

@@ -1,0 +1,801 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Log is one partition's log. See the package documentation for the format and the
+// concurrency rules. All methods are safe for concurrent use; Append calls are serialized.
+type Log struct {
+	fs       FS
+	dir      string
+	interval int64
+	now      func() time.Time
+
+	segmentBytes atomic.Int64
+	segmentMs    atomic.Int64
+
+	// Lock order: flushMu, then appendMu, then mu, then a segment's ioMu.
+	flushMu  sync.Mutex // serializes Flush and the structural operations
+	appendMu sync.Mutex // serializes Append (and excludes it from structural operations)
+	mu       sync.RWMutex
+
+	// guarded by mu
+	segs          []*segment
+	runs          []termRun // first entry of each term present in the log
+	lso           int64
+	flushedIndex  uint64
+	flushedOffset int64
+	appendedBytes int64 // bytes written by Append since Open (monotonic)
+	flushedBytes  int64 // appendedBytes as of the start of the last completed flush
+	totalSize     int64
+	dirGen        uint64 // bumped on every change to the directory's entries
+	closed        bool
+	failed        error // sticky: an I/O error left the files in an unknown state
+
+	// guarded by flushMu
+	dirSyncedGen uint64
+
+	// guarded by appendMu
+	wbuf []byte
+}
+
+// Open opens (creating if needed) the log in opts.Dir and recovers it: it keeps the
+// longest valid prefix of what is on disk, truncating a torn or corrupt tail, and fsyncs
+// what survives.
+func Open(opts Options) (*Log, error) {
+	if opts.FS == nil {
+		opts.FS = OSFS()
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("storage: Options.Dir is empty")
+	}
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = DefaultSegmentBytes
+	}
+	if opts.SegmentMs <= 0 {
+		opts.SegmentMs = DefaultSegmentMs
+	}
+	if opts.IndexIntervalBytes <= 0 {
+		opts.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	l := &Log{
+		fs:       opts.FS,
+		dir:      filepath.Clean(opts.Dir),
+		interval: int64(opts.IndexIntervalBytes),
+		now:      opts.Now,
+	}
+	l.segmentBytes.Store(opts.SegmentBytes)
+	l.segmentMs.Store(opts.SegmentMs)
+	if err := l.recover(); err != nil {
+		for _, s := range l.segs {
+			s.f.Close()
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) nowMs() int64 { return l.now().UnixMilli() }
+
+func (l *Log) recover() error {
+	fs, dir := l.fs, l.dir
+	if err := mkdirAllDurable(fs, dir); err != nil {
+		return fmt.Errorf("storage: create %s: %w", dir, err)
+	}
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("storage: list %s: %w", dir, err)
+	}
+	var bases []uint64
+	haveLog := map[uint64]bool{}
+	var stray []string // files to remove: temp files, index files without a segment
+	for _, n := range names {
+		if b, ok := parseSegmentName(n, logSuffix); ok {
+			bases = append(bases, b)
+			haveLog[b] = true
+		} else if strings.HasSuffix(n, tmpSuffix) {
+			stray = append(stray, n)
+		}
+	}
+	for _, n := range names {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			if b, ok := parseSegmentName(n, suf); ok && !haveLog[b] {
+				stray = append(stray, n)
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	dirChanged := false
+	for _, n := range stray {
+		if err := fs.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		dirChanged = true
+	}
+	ckpt, hasCkpt, err := readCheckpoint(fs, dir)
+	if err != nil {
+		return err
+	}
+
+	if len(bases) == 0 {
+		// A fresh log. (A checkpoint without any segment is a leftover of an interrupted
+		// Delete; it describes nothing.)
+		if hasCkpt {
+			if err := fs.Remove(filepath.Join(dir, checkpointName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		s, err := l.createSegment(segHeader{baseIndex: 1, baseOffset: 0, prevTerm: 0, createdMs: l.nowMs()})
+		if err != nil {
+			return err
+		}
+		if err := s.f.Sync(); err != nil {
+			s.f.Close()
+			return err
+		}
+		if err := fs.SyncDir(dir); err != nil {
+			s.f.Close()
+			return err
+		}
+		s.durable = true
+		l.segs = []*segment{s}
+		l.totalSize = s.size
+		return nil
+	}
+
+	// Read every header first: the chain of base offsets lets segments wholly below the
+	// checkpointed log start be recognised (and removed) without reading them.
+	var hdrs []*segment
+	var drop []uint64 // segments to remove: after a corrupt point
+	closeAll := func(ss []*segment) {
+		for _, s := range ss {
+			s.f.Close()
+		}
+	}
+	for i, base := range bases {
+		s, ok, err := l.openSegment(base)
+		if err != nil {
+			closeAll(hdrs)
+			return err
+		}
+		if !ok {
+			if i == 0 {
+				return fmt.Errorf("%w: header of first segment %s", ErrCorrupt, segPath(dir, base, logSuffix))
+			}
+			drop = append(drop, bases[i:]...)
+			break
+		}
+		hdrs = append(hdrs, s)
+	}
+	skip := 0
+	if hasCkpt {
+		for skip+1 < len(hdrs) && hdrs[skip+1].baseOffset <= ckpt && hdrs[skip].baseOffset < ckpt {
+			skip++
+		}
+	}
+	for _, s := range hdrs[:skip] {
+		s.f.Close()
+		if err := removeSegmentFiles(fs, dir, s.baseIndex); err != nil {
+			closeAll(hdrs[skip:])
+			return err
+		}
+		dirChanged = true
+	}
+	hdrs = hdrs[skip:]
+
+	var rescanned []*segment // segments whose content was read and must be fsynced
+	for i, s := range hdrs {
+		if i > 0 {
+			prev := l.segs[len(l.segs)-1]
+			if s.baseIndex != prev.lastIndex+1 || s.baseOffset != prev.endOffset || s.prevTerm != prev.lastTerm {
+				for _, t := range hdrs[i:] {
+					drop = append(drop, t.baseIndex)
+				}
+				closeAll(hdrs[i:])
+				break
+			}
+		}
+		fileSize, err := s.f.Size()
+		if err != nil {
+			closeAll(hdrs[i:])
+			return err
+		}
+		if i < len(hdrs)-1 {
+			if runs, ok := l.loadSegmentIndexes(s, fileSize); ok {
+				if i == 0 && !s.empty() && (len(runs) == 0 || runs[0].startIndex > s.baseIndex) {
+					// The segment starts by continuing the term before it.
+					l.runs = append(l.runs, termRun{term: s.prevTerm, startIndex: s.baseIndex, startOffset: s.baseOffset})
+				}
+				l.runs = append(l.runs, runs...)
+				l.segs = append(l.segs, s)
+				l.totalSize += s.size
+				continue
+			}
+		}
+		good, err := l.scanSegment(s, fileSize)
+		if err != nil {
+			closeAll(hdrs[i:])
+			return err
+		}
+		l.segs = append(l.segs, s)
+		l.totalSize += s.size
+		rescanned = append(rescanned, s)
+		if good < fileSize {
+			if err := s.f.Truncate(good); err != nil {
+				closeAll(hdrs[i+1:])
+				return err
+			}
+			for _, t := range hdrs[i+1:] {
+				drop = append(drop, t.baseIndex)
+			}
+			closeAll(hdrs[i+1:])
+			break
+		}
+	}
+	// Remove what follows a corrupt point, newest first.
+	sort.Slice(drop, func(i, j int) bool { return drop[i] > drop[j] })
+	for _, b := range drop {
+		if err := removeSegmentFiles(fs, dir, b); err != nil {
+			return err
+		}
+		dirChanged = true
+	}
+	// The last segment is the active one: index files of it (if any) are stale.
+	last := l.segs[len(l.segs)-1]
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		err := fs.Remove(segPath(dir, last.baseIndex, suf))
+		if err == nil {
+			dirChanged = true
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	last.indexWritten = false
+	// Make what survived durable: it may have been in the page cache only (process crash).
+	for _, s := range rescanned {
+		if err := s.f.Sync(); err != nil {
+			return err
+		}
+	}
+	for _, s := range l.segs[:len(l.segs)-1] {
+		if !s.indexWritten {
+			if err := l.writeIndexFiles(s, l.runsIn(s)); err != nil {
+				return err
+			}
+			s.indexWritten = true
+			dirChanged = true
+		}
+	}
+	if dirChanged {
+		if err := fs.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	for _, s := range l.segs {
+		s.durable = true
+	}
+
+	l.lso = l.segs[0].baseOffset
+	if hasCkpt && ckpt > l.lso {
+		l.lso = ckpt
+	}
+	if leo := l.logEndOffset(); l.lso > leo {
+		l.lso = leo
+	}
+	l.flushedIndex = l.lastIndex()
+	l.flushedOffset = l.logEndOffset()
+	return nil
+}
+
+// openSegment opens a segment file and reads its header. ok=false if the header is
+// missing or corrupt (the file is then closed).
+func (l *Log) openSegment(base uint64) (*segment, bool, error) {
+	f, err := l.fs.OpenFile(segPath(l.dir, base, logSuffix), os.O_RDWR, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	hb := make([]byte, segHeaderSize)
+	if err := readFull(f, hb, 0); err != nil {
+		f.Close()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	h, ok := decodeSegHeader(hb)
+	if !ok || h.baseIndex != base {
+		f.Close()
+		return nil, false, nil
+	}
+	return newSegment(h, f), true, nil
+}
+
+// loadSegmentIndexes adopts a closed segment's index files if they describe it exactly.
+func (l *Log) loadSegmentIndexes(s *segment, fileSize int64) ([]termRun, bool) {
+	idx, err1 := readWholeFile(l.fs, segPath(l.dir, s.baseIndex, indexSuffix))
+	tidx, err2 := readWholeFile(l.fs, segPath(l.dir, s.baseIndex, timeIndexSuffix))
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	return s.loadIndexes(idx, tidx, fileSize)
+}
+
+// scanSegment reads every entry of s, validating it and rebuilding the in-memory indexes
+// and term runs. It returns the position of the first byte that is not part of a valid
+// entry (fileSize if the whole file is good).
+func (l *Log) scanSegment(s *segment, fileSize int64) (int64, error) {
+	buf := make([]byte, 0, 1<<20)
+	r := newEntryReader(s.f, s.start(), fileSize, 1<<20, buf)
+	lastTerm := s.prevTerm
+	for {
+		p, st, err := r.next()
+		if err != nil {
+			return 0, err
+		}
+		if st != readOK || p.term < lastTerm {
+			return s.size, nil
+		}
+		pos := s.size
+		m := p.meta(s.endOffset)
+		if !s.empty() && !s.fits(pos, &m) {
+			return s.size, nil
+		}
+		s.observe(&m, pos, l.interval)
+		if n := len(l.runs); n == 0 || l.runs[n-1].term != p.term {
+			l.runs = append(l.runs, termRun{term: p.term, startIndex: p.index, startOffset: m.baseOffset})
+		}
+		lastTerm = p.term
+	}
+}
+
+// createSegment creates (or truncates) the file for a new segment and writes its header.
+// Not synced.
+func (l *Log) createSegment(h segHeader) (*segment, error) {
+	f, err := l.fs.OpenFile(segPath(l.dir, h.baseIndex, logSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteAt(encodeSegHeader(h), 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s := newSegment(h, f)
+	s.dirty = true
+	return s, nil
+}
+
+func (l *Log) writeIndexFiles(s *segment, runs []termRun) error {
+	if err := writeFileDurable(l.fs, segPath(l.dir, s.baseIndex, indexSuffix), s.encodeIndex(runs)); err != nil {
+		return err
+	}
+	return writeFileDurable(l.fs, segPath(l.dir, s.baseIndex, timeIndexSuffix), s.encodeTimeIndex())
+}
+
+// runsIn returns the term runs that start inside segment s (not the continuation of the
+// term before it). Caller holds mu (or owns l).
+func (l *Log) runsIn(s *segment) []termRun {
+	var out []termRun
+	for _, r := range l.runs {
+		if r.startIndex >= s.baseIndex && r.startIndex <= s.lastIndex && r.term > s.prevTerm {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func removeSegmentFiles(fs FS, dir string, base uint64) error {
+	for _, suf := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		if err := fs.Remove(segPath(dir, base, suf)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func readWholeFile(fs FS, name string) ([]byte, error) {
+	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if err := readFull(f, b, 0); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ---- checkpoint ----
+
+const ckptMagic = "CAIRNLSO"
+
+func encodeCheckpoint(lso int64) []byte {
+	b := make([]byte, 24)
+	copy(b[0:8], ckptMagic)
+	be.PutUint32(b[8:12], 1)
+	be.PutUint64(b[12:20], uint64(lso))
+	be.PutUint32(b[20:24], crc32.Checksum(b[:20], castagnoli))
+	return b
+}
+
+func readCheckpoint(fs FS, dir string) (int64, bool, error) {
+	b, err := readWholeFile(fs, filepath.Join(dir, checkpointName))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, false, nil
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	// The checkpoint is replaced atomically (rename), so a bad one means bit rot; the
+	// segments' own base offsets still bound the log start from below.
+	if len(b) != 24 || string(b[0:8]) != ckptMagic || be.Uint32(b[8:12]) != 1 ||
+		be.Uint32(b[20:24]) != crc32.Checksum(b[:20], castagnoli) {
+		return 0, false, nil
+	}
+	v := int64(be.Uint64(b[12:20]))
+	if v < 0 {
+		return 0, false, nil
+	}
+	return v, true, nil
+}
+
+// ---- state helpers (caller holds mu, or owns the log during Open) ----
+
+func (l *Log) active() *segment    { return l.segs[len(l.segs)-1] }
+func (l *Log) firstIndex() uint64  { return l.segs[0].baseIndex }
+func (l *Log) lastIndex() uint64   { return l.active().lastIndex }
+func (l *Log) lastTerm() uint64    { return l.active().lastTerm }
+func (l *Log) logEndOffset() int64 { return l.active().endOffset }
+func (l *Log) prevTerm() uint64    { return l.segs[0].prevTerm }
+func (l *Log) usable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.failed != nil {
+		return fmt.Errorf("storage: log failed earlier: %w", l.failed)
+	}
+	return nil
+}
+
+// fail records a sticky I/O failure. Caller holds mu.
+func (l *Log) fail(err error) {
+	if l.failed == nil {
+		l.failed = err
+	}
+}
+
+// ---- append ----
+
+// Append adds entries to the end of the log (not durably; see Flush). Entry i must have
+// Index LastIndex()+1+i, else ErrNotContiguous and nothing is appended. Append fills in
+// BaseOffset, Records and MaxTimestamp of each element of entries. The stored copy of a
+// data batch has its baseOffset set to BaseOffset and its partitionLeaderEpoch to Term;
+// the caller's Data slices are not modified.
+//
+// An I/O error while writing leaves the log failed: every later Append and Flush returns
+// an error, and the partition must be reopened (Open recovers a valid prefix).
+func (l *Log) Append(entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+
+	l.mu.RLock()
+	if err := l.usable(); err != nil {
+		l.mu.RUnlock()
+		return err
+	}
+	seg := l.active()
+	lastIndex, lastTerm, leo := seg.lastIndex, seg.lastTerm, seg.endOffset
+	l.mu.RUnlock()
+
+	for i := range entries {
+		e := &entries[i]
+		if e.Index != lastIndex+1+uint64(i) {
+			return fmt.Errorf("%w: entry %d has index %d, want %d", ErrNotContiguous, i, e.Index, lastIndex+1+uint64(i))
+		}
+		if e.Term < lastTerm {
+			return fmt.Errorf("%w: index %d term %d after term %d", ErrTermRegression, e.Index, e.Term, lastTerm)
+		}
+		lastTerm = e.Term
+		switch e.Type {
+		case EntryData:
+			if err := checkBatch(e.Data); err != nil {
+				return fmt.Errorf("index %d: %w", e.Index, err)
+			}
+		case EntryInternal:
+		default:
+			return fmt.Errorf("%w: index %d has entry type %d", ErrInvalidBatch, e.Index, e.Type)
+		}
+		if int64(len(e.Data)) > maxEntryLength-entryHeaderSize {
+			return fmt.Errorf("%w: index %d payload of %d bytes", ErrInvalidBatch, e.Index, len(e.Data))
+		}
+	}
+	for i := range entries {
+		e := &entries[i]
+		e.BaseOffset = leo
+		if e.Type == EntryData {
+			e.Records = batchRecords(e.Data)
+			e.MaxTimestamp = batchMaxTs(e.Data)
+		} else {
+			e.Records = 0
+			e.MaxTimestamp = -1
+		}
+		leo += int64(e.Records)
+	}
+
+	nowMs := l.nowMs()
+	segBytes, segMs := l.segmentBytes.Load(), l.segmentMs.Load()
+	metas := make([]entryMeta, 0, min(len(entries), 64))
+	for i := 0; i < len(entries); {
+		// Fill the active segment with as many entries as it takes.
+		pos := seg.size
+		buf := l.wbuf[:0]
+		metas = metas[:0]
+		j := i
+		for ; j < len(entries); j++ {
+			e := &entries[j]
+			m := entryMeta{index: e.Index, term: e.Term, typ: e.Type, baseOffset: e.BaseOffset,
+				records: e.Records, maxTs: e.MaxTimestamp, size: int64(entryHeaderSize + len(e.Data))}
+			nonEmpty := !seg.empty() || j > i
+			if nonEmpty && (pos+m.size > segBytes || !seg.fits(pos, &m) ||
+				(j == i && !seg.empty() && nowMs-seg.rollBaseMs > segMs)) {
+				break
+			}
+			buf = appendEntry(buf, e)
+			metas = append(metas, m)
+			pos += m.size
+		}
+		if j == i {
+			var err error
+			if seg, err = l.roll(nowMs); err != nil {
+				return err
+			}
+			continue
+		}
+		l.wbuf = buf
+		if _, err := seg.f.WriteAt(buf, seg.size); err != nil {
+			l.mu.Lock()
+			l.fail(err)
+			l.mu.Unlock()
+			return fmt.Errorf("storage: write %s: %w", segmentName(seg.baseIndex), err)
+		}
+		l.mu.Lock()
+		wasEmpty := seg.empty()
+		p := seg.size
+		for k := range metas {
+			m := &metas[k]
+			seg.observe(m, p, l.interval)
+			p += m.size
+			if n := len(l.runs); n == 0 || l.runs[n-1].term != m.term {
+				l.runs = append(l.runs, termRun{term: m.term, startIndex: m.index, startOffset: m.baseOffset})
+			}
+		}
+		if wasEmpty {
+			seg.rollBaseMs = nowMs
+		}
+		seg.dirty = true
+		l.appendedBytes += int64(len(buf))
+		l.totalSize += int64(len(buf))
+		l.mu.Unlock()
+		if cap(l.wbuf) > 8<<20 {
+			l.wbuf = nil // do not pin a huge buffer
+		}
+		i = j
+	}
+	return nil
+}
+
+// roll closes the active segment and starts a new one. Caller holds appendMu.
+func (l *Log) roll(nowMs int64) (*segment, error) {
+	l.mu.RLock()
+	old := l.active()
+	h := segHeader{baseIndex: old.lastIndex + 1, baseOffset: old.endOffset, prevTerm: old.lastTerm, createdMs: nowMs}
+	l.mu.RUnlock()
+	s, err := l.createSegment(h)
+	if err != nil {
+		l.mu.Lock()
+		l.fail(err)
+		l.mu.Unlock()
+		return nil, fmt.Errorf("storage: roll: %w", err)
+	}
+	l.mu.Lock()
+	l.segs = append(l.segs, s)
+	l.dirGen++
+	l.appendedBytes += s.size
+	l.totalSize += s.size
+	l.mu.Unlock()
+	return s, nil
+}
+
+// ---- flush ----
+
+// Flush makes everything appended before it started durable (segment data, index files
+// of closed segments, directory entries of new files), then advances FlushedIndex and
+// FlushedOffset to that point. It does not hold the log's main lock while syncing, so
+// Append and reads proceed; concurrent Flush calls are serialized.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flushLocked()
+}
+
+type indexJob struct {
+	s    *segment
+	idx  []byte
+	tidx []byte
+}
+
+func (l *Log) flushLocked() error {
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	targetIndex, targetOffset := l.lastIndex(), l.logEndOffset()
+	targetBytes := l.appendedBytes
+	var syncs []*segment
+	var jobs []indexJob
+	all := make([]*segment, len(l.segs))
+	copy(all, l.segs)
+	for i, s := range l.segs {
+		if s.dirty {
+			syncs = append(syncs, s)
+			s.dirty = false
+		}
+		if i < len(l.segs)-1 && !s.indexWritten {
+			// Closed: its content is final; write its indexes once its data is synced.
+			jobs = append(jobs, indexJob{s: s, idx: s.encodeIndex(l.runsIn(s)), tidx: s.encodeTimeIndex()})
+		}
+	}
+	dirGen := l.dirGen
+	l.mu.Unlock()
+
+	err := func() error {
+		for _, s := range syncs {
+			if err := s.f.Sync(); err != nil {
+				return fmt.Errorf("storage: fsync %s: %w", segmentName(s.baseIndex), err)
+			}
+		}
+		for _, j := range jobs {
+			if err := writeFileDurable(l.fs, segPath(l.dir, j.s.baseIndex, indexSuffix), j.idx); err != nil {
+				return err
+			}
+			if err := writeFileDurable(l.fs, segPath(l.dir, j.s.baseIndex, timeIndexSuffix), j.tidx); err != nil {
+				return err
+			}
+		}
+		if dirGen != l.dirSyncedGen || len(jobs) > 0 {
+			if err := l.fs.SyncDir(l.dir); err != nil {
+				return fmt.Errorf("storage: fsync dir %s: %w", l.dir, err)
+			}
+		}
+		return nil
+	}()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		// After a failed fsync the page cache may have dropped dirty pages: nothing can
+		// be claimed durable any more.
+		l.fail(err)
+		return err
+	}
+	l.dirSyncedGen = dirGen
+	for _, s := range all {
+		s.durable = true
+	}
+	for _, j := range jobs {
+		j.s.indexWritten = true
+	}
+	if targetIndex > l.flushedIndex {
+		l.flushedIndex = targetIndex
+	}
+	if targetOffset > l.flushedOffset {
+		l.flushedOffset = targetOffset
+	}
+	if targetBytes > l.flushedBytes {
+		l.flushedBytes = targetBytes
+	}
+	return nil
+}
+
+// ---- getters ----
+
+// FirstIndex is the Raft index of the first entry kept (LastIndex+1 if the log is empty).
+func (l *Log) FirstIndex() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.firstIndex()
+}
+
+// LastIndex is the Raft index of the last entry (FirstIndex-1 if the log is empty).
+func (l *Log) LastIndex() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.lastIndex()
+}
+
+// FlushedIndex is the last Raft index known durable.
+func (l *Log) FlushedIndex() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.flushedIndex
+}
+
+// LastTerm is the term of the last entry (of entry FirstIndex-1 if the log is empty).
+func (l *Log) LastTerm() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.lastTerm()
+}
+
+// LogStartOffset is the first Kafka offset still readable.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.lso
+}
+
+// LogEndOffset is the next Kafka offset Append will assign.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logEndOffset()
+}
+
+// FlushedOffset is the Kafka offset below which all data is durable.
+func (l *Log) FlushedOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.flushedOffset
+}
+
+// SizeBytes is the total size of the segment files.
+func (l *Log) SizeBytes() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.totalSize
+}
+
+// UnflushedBytes is the number of bytes appended since the start of the last completed
+// Flush.
+func (l *Log) UnflushedBytes() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.appendedBytes - l.flushedBytes
+}
+
+// SetOptions changes the roll thresholds at run time; a value <= 0 restores the default.
+func (l *Log) SetOptions(segmentBytes, segmentMs int64) {
+	if segmentBytes <= 0 {
+		segmentBytes = DefaultSegmentBytes
+	}
+	if segmentMs <= 0 {
+		segmentMs = DefaultSegmentMs
+	}
+	l.segmentBytes.Store(segmentBytes)
+	l.segmentMs.Store(segmentMs)
+}
