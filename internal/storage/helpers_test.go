@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"testing"
 	"time"
 )
 
@@ -54,7 +53,7 @@ func kafkaCRCOK(b []byte) bool {
 
 // splitBatches splits ReadBatches output into batches, checking each one's framing,
 // Kafka CRC and that offsets are consecutive.
-func splitBatches(t testing.TB, b []byte) [][]byte {
+func splitBatches(t tT, b []byte) [][]byte {
 	t.Helper()
 	var out [][]byte
 	var next int64 = -1
@@ -80,6 +79,13 @@ func splitBatches(t testing.TB, b []byte) [][]byte {
 	return out
 }
 
+// tT is what the helpers need from *testing.T, *testing.B and *rapid.T.
+type tT interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // fakeClock is an injectable Options.Now.
 type fakeClock struct{ t time.Time }
 
@@ -90,7 +96,7 @@ func memOpts(fs FS, dir string) Options         { return Options{FS: fs, Dir: di
 func (c *fakeClock) ms() int64                  { return c.t.UnixMilli() }
 func withClock(o Options, c *fakeClock) Options { o.Now = c.Now; return o }
 
-func mustOpen(t testing.TB, o Options) *Log {
+func mustOpen(t tT, o Options) *Log {
 	t.Helper()
 	l, err := Open(o)
 	if err != nil {
@@ -138,7 +144,7 @@ func patched(e Entry) []byte {
 }
 
 // appendEntries appends data/internal entries to both the log and the model.
-func (m *model) append(t testing.TB, l *Log, ents ...Entry) {
+func (m *model) append(t tT, l *Log, ents ...Entry) {
 	t.Helper()
 	if err := l.Append(ents); err != nil {
 		t.Fatalf("Append: %v", err)
@@ -204,7 +210,7 @@ func (m *model) expectRead(off int64, maxBytes int, upTo int64) []byte {
 }
 
 // check compares the log's boundaries and contents with the model.
-func (m *model) check(t testing.TB, l *Log) {
+func (m *model) check(t tT, l *Log) {
 	t.Helper()
 	if got, want := l.LastIndex(), m.lastIndex(); got != want {
 		t.Fatalf("LastIndex = %d, want %d", got, want)

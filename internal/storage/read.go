@@ -74,7 +74,8 @@ func (l *Log) ReadBatches(offset int64, maxBytes int, upTo int64) ([]byte, error
 	for {
 		// Holding mu (read); next < upTo and next < log end.
 		i := l.segmentByOffset(next)
-		if i == len(l.segs) {
+		if i == len(l.segs) || l.segs[i].baseOffset > next || next < l.lso {
+			// Only after a concurrent retention or truncation: stop at what is consistent.
 			l.mu.RUnlock()
 			break
 		}
@@ -166,8 +167,8 @@ func (l *Log) Entries(lo, hi uint64, maxBytes uint64) ([]Entry, error) {
 			break // truncated meanwhile
 		}
 		i := l.segmentByIndex(next)
-		if i == len(l.segs) {
-			break
+		if i == len(l.segs) || l.segs[i].baseIndex > next {
+			break // prefix removed meanwhile
 		}
 		pn := l.pinLocked(i, func(s *segment) point { return s.lookupIndex(next) })
 		done, err := func() (bool, error) {

@@ -66,9 +66,11 @@ func (l *Log) TruncateSuffix(fromIndex uint64) error {
 	if l.flushedOffset > s.endOffset {
 		l.flushedOffset = s.endOffset
 	}
-	if l.lso > s.endOffset {
+	lsoMoved := l.lso > s.endOffset
+	if lsoMoved {
 		l.lso = s.endOffset
 	}
+	lso := l.lso
 	l.mu.Unlock()
 
 	for _, r := range removed {
@@ -80,7 +82,17 @@ func (l *Log) TruncateSuffix(fromIndex uint64) error {
 			return l.failWith(err)
 		}
 	}
-	return l.flushLocked()
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	if lsoMoved {
+		// Truncated below the log start: the persisted log start must follow, or a
+		// restart would put it beyond the log end of the new entries.
+		if err := writeFileAtomic(l.fs, filepath.Join(l.dir, checkpointName), encodeCheckpoint(lso)); err != nil {
+			return l.failWith(err)
+		}
+	}
+	return nil
 }
 
 func (l *Log) failWith(err error) error {
