@@ -294,7 +294,12 @@ func (l *Log) recover() error {
 		l.lso = ckpt
 	}
 	if leo := l.logEndOffset(); l.lso > leo {
+		// A truncation below the log start was interrupted before it rewrote the
+		// checkpoint: follow the log end, durably, so later appends stay readable.
 		l.lso = leo
+		if err := writeFileAtomic(fs, filepath.Join(dir, checkpointName), encodeCheckpoint(leo)); err != nil {
+			return err
+		}
 	}
 	l.flushedIndex = l.lastIndex()
 	l.flushedOffset = l.logEndOffset()

@@ -81,7 +81,8 @@ func (l *Log) ReadBatches(offset int64, maxBytes int, upTo int64) ([]byte, error
 		}
 		pn := l.pinLocked(i, func(s *segment) point { return s.lookupOffset(next) })
 		if out == nil {
-			out = make([]byte, 0, min(int64(max(maxBytes, 0)), pn.end-pn.from.pos)+1)
+			// Sized for the common case; a large fetch grows it as it goes.
+			out = make([]byte, 0, min(int64(max(maxBytes, 0)), pn.end-pn.from.pos, 4<<20)+1)
 		}
 		var done bool
 		var err error
