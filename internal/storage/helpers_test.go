@@ -86,6 +86,9 @@ type tT interface {
 	Fatalf(format string, args ...any)
 }
 
+// size is the encoded size of a stored entry.
+func (e Entry) size() int64 { return int64(entryHeaderSize + len(e.Data)) }
+
 // fakeClock is an injectable Options.Now.
 type fakeClock struct{ t time.Time }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -53,7 +54,9 @@ func corruptAt(s *segment, pos int64) error {
 // upTo, adding batches while the total stays <= maxBytes; the first batch is included
 // even if it alone is larger (KIP-74). Internal entries are skipped. It returns (nil,
 // nil) at or beyond upTo or at the log end, and ErrOffsetOutOfRange below the log start
-// or beyond the log end. The bytes are a fresh copy owned by the caller.
+// or beyond the log end. The bytes are a fresh copy owned by the caller. A stored entry
+// that fails its CRC32C is never returned: the batches before it are, and a read that
+// starts at it gets ErrCorrupt.
 func (l *Log) ReadBatches(offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	l.mu.RLock()
 	if err := l.readable(); err != nil {
@@ -89,6 +92,11 @@ func (l *Log) ReadBatches(offset int64, maxBytes int, upTo int64) ([]byte, error
 		out, next, done, err = l.readSegmentBatches(pn, next, maxBytes, upTo, out)
 		pn.unpin()
 		if err != nil {
+			if len(out) > 0 && errors.Is(err, ErrCorrupt) {
+				// Serve the intact batches before the damage; the next read, which starts
+				// at the damaged entry, reports it.
+				return out, nil
+			}
 			return nil, err
 		}
 		if done {
@@ -267,7 +275,8 @@ func (l *Log) EpochEndOffset(epoch uint64) (foundEpoch uint64, endOffset int64, 
 
 // OffsetForTimestamp returns the first batch at or after the log start whose
 // MaxTimestamp >= ts: its base offset (raised to the log start offset if the batch
-// straddles it) and its MaxTimestamp. ok=false if there is none.
+// straddles it) and its MaxTimestamp. ok=false if there is none (or if the entries to
+// search could not be read intact).
 func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool) {
 	l.mu.RLock()
 	if l.readable() != nil {
