@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/cairn-io/cairn/internal/admin"
+	"github.com/cairn-io/cairn/internal/broker"
+	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/kafka"
+)
+
+// startFlags maps each `cairn start` flag to its node property in the registry. The same
+// value may come from the flag, from CAIRN_<FLAG> in the environment, or from the YAML file
+// given by --config (keyed by flag name), in that order of precedence.
+var startFlags = []struct{ flag, property, usage string }{
+	{"node-id", config.NodeID, "this broker's id, unique in the cluster"},
+	{"data-dir", config.NodeDataDir, "folder for the broker's data"},
+	{"kafka-addr", config.NodeKafkaAddr, "address the Kafka listener binds"},
+	{"advertised-kafka-addr", config.NodeAdvertisedKafkaAddr, "address clients are told to connect to (default: --kafka-addr)"},
+	{"rpc-addr", config.NodeRPCAddr, "inter-broker RPC address (used once replication lands)"},
+	{"admin-addr", config.NodeAdminAddr, "admin HTTP address: readiness, metrics, pprof"},
+	{"rack", config.NodeRack, "rack this broker runs in"},
+	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers (used once replication lands)"},
+}
+
+func newStartCmd() *cobra.Command {
+	var configFile, logLevel string
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run a broker",
+		Long: `Run a Cairn broker. With no flags it serves Kafka on localhost:9092 with data in ./cairn-data.
+Each flag may also be set as CAIRN_<FLAG> in the environment (for example CAIRN_NODE_ID) or in the YAML file
+named by --config, keyed by flag name (for example "node-id: 1"). Flags win over the environment, which wins over the file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			values, err := startValues(cmd.Flags(), configFile)
+			if err != nil {
+				return err
+			}
+			node, err := config.ResolveNode(values)
+			if err != nil {
+				return err
+			}
+			return runBroker(node, logLevel)
+		},
+	}
+	for _, f := range startFlags {
+		cmd.Flags().String(f.flag, "", f.usage)
+	}
+	cmd.Flags().StringVar(&configFile, "config", "", "YAML file with start options, keyed by flag name")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+// startValues collects node property values from flags, environment and YAML.
+func startValues(fs *pflag.FlagSet, configFile string) (map[string]string, error) {
+	fileValues := map[string]string{}
+	if configFile == "" {
+		configFile = os.Getenv("CAIRN_CONFIG")
+	}
+	if configFile != "" {
+		raw, err := os.ReadFile(configFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading --config: %w", err)
+		}
+		var doc map[string]any
+		if err := yaml.Unmarshal(raw, &doc); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", configFile, err)
+		}
+		known := map[string]bool{}
+		for _, f := range startFlags {
+			known[f.flag] = true
+		}
+		for k, v := range doc {
+			if !known[k] {
+				return nil, fmt.Errorf("%s: unknown key %q (keys are the start flags, e.g. node-id, data-dir)", configFile, k)
+			}
+			switch t := v.(type) {
+			case []any:
+				parts := make([]string, len(t))
+				for i, x := range t {
+					parts[i] = fmt.Sprint(x)
+				}
+				fileValues[k] = strings.Join(parts, ",")
+			case nil:
+			default:
+				fileValues[k] = fmt.Sprint(t)
+			}
+		}
+	}
+	values := map[string]string{}
+	for _, f := range startFlags {
+		env := "CAIRN_" + strings.ToUpper(strings.ReplaceAll(f.flag, "-", "_"))
+		switch {
+		case fs.Changed(f.flag):
+			values[f.property], _ = fs.GetString(f.flag)
+		case os.Getenv(env) != "":
+			values[f.property] = os.Getenv(env)
+		case fileValues[f.flag] != "":
+			values[f.property] = fileValues[f.flag]
+		}
+	}
+	return values, nil
+}
+
+func runBroker(node config.NodeConfig, logLevel string) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	lg := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(lg)
+
+	b, err := broker.New(broker.Config{
+		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
+		RPCAddr: node.RPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
+	})
+	if err != nil {
+		return err
+	}
+	metrics := admin.NewMetrics(b)
+	adminSrv := admin.NewServer(b, metrics)
+	kafkaLn, err := net.Listen("tcp", node.KafkaAddr)
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("kafka listener: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", node.AdminAddr)
+	if err != nil {
+		kafkaLn.Close()
+		b.Close()
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	ks := kafka.NewServer(b, lg, metrics)
+	httpSrv := &http.Server{Handler: adminSrv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- ks.Serve(kafkaLn) }()
+	go func() {
+		if err := httpSrv.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	adminSrv.SetReady(true)
+	lg.Info("cairn listening", "kafka", kafkaLn.Addr().String(), "advertised", node.AdvertisedKafkaAddr,
+		"admin", adminLn.Addr().String(), "node_id", node.NodeID, "data_dir", node.DataDir)
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var runErr error
+	select {
+	case sig := <-sigs:
+		lg.Info("shutting down", "signal", sig.String())
+	case runErr = <-errc:
+		lg.Error("listener failed", "err", runErr)
+	}
+	adminSrv.SetReady(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	httpSrv.Shutdown(ctx)
+	ks.Close()
+	if err := b.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	lg.Info("stopped; data flushed and files closed")
+	return runErr
+}

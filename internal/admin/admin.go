@@ -1,0 +1,185 @@
+// Package admin owns the node's HTTP admin surface: readiness, the per-partition boundary
+// view, Prometheus metrics and pprof profiles. It only reads from the broker and its
+// partitions; it must never change partition state or speak the Kafka protocol.
+package admin
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/broker"
+)
+
+// Metrics records Kafka request metrics and exposes partition boundaries as gauges.
+type Metrics struct {
+	reg         *prometheus.Registry
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	bytesIn     prometheus.Counter
+	bytesOut    prometheus.Counter
+	connections prometheus.Gauge
+}
+
+// NewMetrics builds the registry for b.
+func NewMetrics(b *broker.Broker) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cairn_kafka_requests_total", Help: "Kafka requests served, by API.",
+		}, []string{"api"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cairn_kafka_request_duration_seconds",
+			Help:    "Time from reading a Kafka request to writing its response, by API.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+		}, []string{"api"}),
+		bytesIn:     prometheus.NewCounter(prometheus.CounterOpts{Name: "cairn_kafka_bytes_in_total", Help: "Kafka request bytes read."}),
+		bytesOut:    prometheus.NewCounter(prometheus.CounterOpts{Name: "cairn_kafka_bytes_out_total", Help: "Kafka response bytes written."}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_kafka_connections", Help: "Open Kafka connections."}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.connections,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&partitionCollector{b: b})
+	return m
+}
+
+// ObserveRequest implements kafka.Metrics.
+func (m *Metrics) ObserveRequest(apiKey int16, d time.Duration, in, out int) {
+	name := kmsg.NameForKey(apiKey)
+	if name == "" {
+		name = "Unknown"
+	}
+	m.requests.WithLabelValues(name).Inc()
+	m.latency.WithLabelValues(name).Observe(d.Seconds())
+	m.bytesIn.Add(float64(in))
+	m.bytesOut.Add(float64(out))
+}
+
+// ConnectionOpened implements kafka.Metrics.
+func (m *Metrics) ConnectionOpened() { m.connections.Inc() }
+
+// ConnectionClosed implements kafka.Metrics.
+func (m *Metrics) ConnectionClosed() { m.connections.Dec() }
+
+var partitionLabels = []string{"topic", "partition"}
+
+var (
+	descLogStart  = prometheus.NewDesc("cairn_partition_log_start_offset", "First offset still readable.", partitionLabels, nil)
+	descLogEnd    = prometheus.NewDesc("cairn_partition_log_end_offset", "Next offset past what is appended locally (possibly unflushed).", partitionLabels, nil)
+	descFlushed   = prometheus.NewDesc("cairn_partition_flushed_offset", "Next offset past what is fsynced locally.", partitionLabels, nil)
+	descMajority  = prometheus.NewDesc("cairn_partition_majority_replicated_offset", "Next offset past what a voting majority has written.", partitionLabels, nil)
+	descCommitted = prometheus.NewDesc("cairn_partition_committed_offset", "Next offset past what is committed (flush-aware).", partitionLabels, nil)
+	descVisible   = prometheus.NewDesc("cairn_partition_last_visible_offset", "High watermark: what Fetch may return.", partitionLabels, nil)
+	descSize      = prometheus.NewDesc("cairn_partition_size_bytes", "Partition size on disk.", partitionLabels, nil)
+	descFlushes   = prometheus.NewDesc("cairn_partition_flushes_total", "Fsync rounds run; fewer than produce requests when group commit shares them.", partitionLabels, nil)
+)
+
+// partitionCollector reads boundaries at scrape time, so there is no gauge to keep in step.
+type partitionCollector struct{ b *broker.Broker }
+
+func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descSize, descFlushes} {
+		ch <- d
+	}
+}
+
+func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.b.Partitions() {
+		bd := p.Boundaries()
+		labels := []string{p.Topic(), strconv.Itoa(int(p.ID()))}
+		for _, g := range []struct {
+			d *prometheus.Desc
+			v int64
+		}{{descLogStart, bd.LogStart}, {descLogEnd, bd.LogEnd}, {descFlushed, bd.Flushed}, {descMajority, bd.MajorityReplicated}, {descCommitted, bd.Committed}, {descVisible, bd.LastVisible}, {descSize, p.SizeBytes()}} {
+			ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, float64(g.v), labels...)
+		}
+		ch <- prometheus.MustNewConstMetric(descFlushes, prometheus.CounterValue, float64(p.Flushes()), labels...)
+	}
+}
+
+// Server is the admin HTTP handler.
+type Server struct {
+	b     *broker.Broker
+	m     *Metrics
+	ready atomic.Bool
+	mux   *http.ServeMux
+}
+
+// NewServer builds the admin handler; it reports ready once SetReady(true) is called.
+func NewServer(b *broker.Broker, m *Metrics) *Server {
+	s := &Server{b: b, m: m, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /v1/status/ready", s.handleReady)
+	s.mux.HandleFunc("GET /v1/partitions/{topic}/{partition}", s.handlePartition)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return s
+}
+
+// SetReady flips readiness.
+func (s *Server) SetReady(v bool) { s.ready.Store(v) }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if !s.ready.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// PartitionStatus is the admin API's view of one partition.
+type PartitionStatus struct {
+	Topic              string  `json:"topic"`
+	Partition          int32   `json:"partition"`
+	Leader             int32   `json:"leader"`
+	LeaderEpoch        int32   `json:"leader_epoch"`
+	Replicas           []int32 `json:"replicas"`
+	ISR                []int32 `json:"isr"`
+	LogStart           int64   `json:"log_start_offset"`
+	LogEnd             int64   `json:"log_end_offset"`
+	Flushed            int64   `json:"flushed_offset"`
+	MajorityReplicated int64   `json:"majority_replicated_offset"`
+	Committed          int64   `json:"committed_offset"`
+	LastVisible        int64   `json:"last_visible_offset"`
+	WriteCaching       bool    `json:"write_caching"`
+	SizeBytes          int64   `json:"size_bytes"`
+}
+
+func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "partition must be a number"})
+		return
+	}
+	p, kerrv := s.b.Partition(r.PathValue("topic"), int32(id))
+	if kerrv != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such topic or partition"})
+		return
+	}
+	bd := p.Boundaries()
+	node := s.b.NodeID()
+	writeJSON(w, http.StatusOK, PartitionStatus{
+		Topic: p.Topic(), Partition: p.ID(), Leader: node, LeaderEpoch: bd.LeaderEpoch,
+		Replicas: []int32{node}, ISR: []int32{node},
+		LogStart: bd.LogStart, LogEnd: bd.LogEnd, Flushed: bd.Flushed, MajorityReplicated: bd.MajorityReplicated,
+		Committed: bd.Committed, LastVisible: bd.LastVisible, WriteCaching: p.Config().WriteCaching, SizeBytes: p.SizeBytes(),
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,136 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/partition"
+)
+
+// fetchMaxBytesDefault bounds a response when the request has no response-level limit.
+const fetchMaxBytesDefault = 50 << 20
+
+// handleFetch serves consumers. It answers once min bytes are available or max wait passes,
+// waking as soon as any partition it reads gets new visible data. Fetch sessions (KIP-227)
+// are declined by answering session id 0, so every request is a full fetch.
+func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.FetchRequest)
+	if req.ReplicaID >= 0 || (req.Version >= 15 && req.ReplicaState.ID >= 0) {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return respond(resp)
+	}
+	return func(ctx context.Context) kmsg.Response {
+		maxBytes := req.MaxBytes
+		if maxBytes <= 0 {
+			maxBytes = fetchMaxBytesDefault
+		}
+		wake := make(chan struct{}, 1)
+		var watched []*partition.Partition
+		defer func() {
+			for _, p := range watched {
+				p.Unwatch(wake)
+			}
+		}()
+		deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		for first := true; ; first = false {
+			resp, total, stop := s.fetchOnce(req, maxBytes)
+			if stop || total >= int(req.MinBytes) || !time.Now().Before(deadline) {
+				return resp
+			}
+			if first {
+				// Register after the first read and then read again, so that data arriving
+				// between the read and the registration is not missed.
+				watched = s.watchFetched(req, wake)
+				continue
+			}
+			t := time.NewTimer(time.Until(deadline))
+			select {
+			case <-wake:
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return resp
+			}
+			t.Stop()
+		}
+	}
+}
+
+func (s *Server) watchFetched(req *kmsg.FetchRequest, wake chan struct{}) []*partition.Partition {
+	var out []*partition.Partition
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if p, err := s.b.Partition(rt.Topic, rp.Partition); err == nil {
+				p.Watch(wake)
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// fetchOnce reads every requested partition once. stop reports an error that should be
+// answered at once rather than waited out.
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*kmsg.FetchResponse, int, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	total := 0
+	stop := false
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic = rt.Topic
+		t.TopicID = rt.TopicID
+		for _, rp := range rt.Partitions {
+			out := kmsg.NewFetchResponseTopicPartition()
+			out.Partition = rp.Partition
+			// librdkafka rejects a null record set, so an empty answer is zero bytes.
+			out.RecordBatches = []byte{}
+			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
+			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
+			if kerrv != nil {
+				out.ErrorCode = kerrv.Code
+				stop = true
+				t.Partitions = append(t.Partitions, out)
+				continue
+			}
+			if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && p.CheckEpoch(rp.CurrentLeaderEpoch) == nil {
+				epoch, end := p.EpochEndOffset(rp.LastFetchedEpoch)
+				if epoch != rp.LastFetchedEpoch || end < rp.FetchOffset {
+					b := p.Boundaries()
+					out.HighWatermark, out.LastStableOffset, out.LogStartOffset = b.LastVisible, b.LastVisible, b.LogStart
+					out.DivergingEpoch.Epoch, out.DivergingEpoch.EndOffset = epoch, end
+					stop = true
+					t.Partitions = append(t.Partitions, out)
+					continue
+				}
+			}
+			limit := min(rp.PartitionMaxBytes, maxBytes-int32(total))
+			var res partition.FetchResult
+			if limit <= 0 && total > 0 {
+				b := p.Boundaries()
+				res = partition.FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
+			} else {
+				res = p.Fetch(rp.FetchOffset, max(limit, 1), rp.CurrentLeaderEpoch)
+				// Only the first batch of the response may exceed the limits (KIP-74).
+				if total > 0 && len(res.Records) > int(limit) {
+					res.Records = nil
+				}
+			}
+			out.ErrorCode = errCode(res.Err)
+			if res.Err != nil {
+				stop = true
+			}
+			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
+			if res.Records != nil {
+				out.RecordBatches = res.Records
+			}
+			total += len(res.Records)
+			t.Partitions = append(t.Partitions, out)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp, total, stop
+}

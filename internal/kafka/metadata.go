@@ -1,0 +1,115 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/broker"
+)
+
+// unrequestedAuthorizedOperations is Kafka's marker for "authorized operations not asked for".
+const unrequestedAuthorizedOperations = -2147483648
+
+func handleMetadata(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	for _, bi := range s.b.Brokers() {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = bi.NodeID, bi.Host, bi.Port
+		if bi.Rack != "" {
+			mb.Rack = strPtr(bi.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	resp.ClusterID = strPtr(s.b.ClusterID())
+	resp.ControllerID = s.b.ControllerID()
+	resp.AuthorizedOperations = unrequestedAuthorizedOperations
+
+	// v0 asks for every topic with an empty list; v1+ with a null one.
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, info := range s.b.Topics() {
+			resp.Topics = append(resp.Topics, s.metadataTopic(info))
+		}
+		return respond(resp)
+	}
+	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, rt := range req.Topics {
+		if rt.Topic == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		name := *rt.Topic
+		info, ok := s.b.Topic(name)
+		if !ok && autoCreate {
+			if verr := broker.ValidateTopicName(name); verr != nil {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic, mt.ErrorCode = strPtr(name), verr.Code.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			var cerr *broker.Error
+			info, cerr = s.b.AutoCreateTopic(name)
+			ok = cerr == nil
+		}
+		if !ok {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = strPtr(name), kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, s.metadataTopic(info))
+	}
+	return respond(resp)
+}
+
+func (s *Server) metadataTopic(info broker.TopicInfo) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = strPtr(info.Name)
+	mt.TopicID = info.ID
+	mt.IsInternal = info.Internal
+	mt.AuthorizedOperations = unrequestedAuthorizedOperations
+	node := s.b.NodeID()
+	for i := int32(0); i < info.Partitions; i++ {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = i
+		mp.Leader = node
+		mp.LeaderEpoch = -1
+		if p, err := s.b.Partition(info.Name, i); err == nil {
+			mp.LeaderEpoch = p.LeaderEpoch()
+		}
+		mp.Replicas = []int32{node}
+		mp.ISR = []int32{node}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func handleDescribeCluster(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		resp.ErrorMessage = strPtr("only the brokers endpoint type (1) is served")
+		return respond(resp)
+	}
+	resp.EndpointType = 1
+	resp.ClusterID = s.b.ClusterID()
+	resp.ControllerID = s.b.ControllerID()
+	resp.ClusterAuthorizedOperations = unrequestedAuthorizedOperations
+	for _, bi := range s.b.Brokers() {
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = bi.NodeID, bi.Host, bi.Port
+		if bi.Rack != "" {
+			rb.Rack = strPtr(bi.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	return respond(resp)
+}

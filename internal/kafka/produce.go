@@ -1,0 +1,93 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/partition"
+)
+
+func handleProduce(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	// Every partition's answer; waits[i] is set where acks=-1 still has to wait.
+	type slot struct {
+		rp   *kmsg.ProduceResponseTopicPartition
+		wait func(context.Context) partition.ProduceResult
+	}
+	var slots []slot
+	reject := func(err *kerr.Error, msg string) {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				rp := &resp.Topics[i].Partitions[j]
+				rp.ErrorCode, rp.ErrorMessage = err.Code, errMsg(err, msg)
+			}
+		}
+	}
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewProduceResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.BaseOffset = -1
+			p.LogStartOffset = -1
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		reject(kerr.InvalidRequiredAcks, "acks must be -1 (all), 0 or 1")
+		return respond(resp)
+	case req.TransactionID != nil:
+		reject(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet")
+		return respond(resp)
+	}
+
+	for i, rt := range req.Topics {
+		for j, rpart := range rt.Partitions {
+			out := &resp.Topics[i].Partitions[j]
+			p, kerrv := s.b.Partition(rt.Topic, rpart.Partition)
+			if kerrv != nil {
+				out.ErrorCode, out.ErrorMessage = kerrv.Code, errMsg(kerrv, "")
+				continue
+			}
+			res, wait := p.Produce(rpart.Records, req.Acks)
+			fillProduce(out, res)
+			if wait != nil {
+				slots = append(slots, slot{out, wait})
+			}
+		}
+	}
+	if req.Acks == 0 {
+		return nil
+	}
+	if len(slots) == 0 {
+		return respond(resp)
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	return func(ctx context.Context) kmsg.Response {
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		for _, sl := range slots {
+			fillProduce(sl.rp, sl.wait(wctx))
+		}
+		return resp
+	}
+}
+
+func fillProduce(out *kmsg.ProduceResponseTopicPartition, res partition.ProduceResult) {
+	out.ErrorCode = errCode(res.Err)
+	out.ErrorMessage = errMsg(res.Err, res.Msg)
+	out.BaseOffset = res.BaseOffset
+	out.LogStartOffset = res.LogStartOffset
+	if res.Err != nil {
+		out.BaseOffset, out.LogStartOffset = -1, -1
+	}
+}

@@ -1,0 +1,321 @@
+// Package kafka owns the Kafka wire protocol: framing, request headers, version negotiation,
+// per-connection pipelining with in-order responses, and the translation of each API into
+// calls on the broker and its partitions (one file per API family). It must not hold
+// partition state or decide durability: it asks internal/broker and internal/partition and
+// reports what they answer.
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/broker"
+)
+
+// Limits that keep per-connection memory bounded.
+const (
+	// MaxFrameBytes is the largest request accepted (Kafka's socket.request.max.bytes default);
+	// a longer frame closes the connection before its body is read.
+	MaxFrameBytes = 100 << 20
+	// maxInFlight is how many requests of one connection may be parsed ahead of their
+	// responses; past it the connection stops reading, which pushes back on the client.
+	maxInFlight = 32
+)
+
+// Metrics receives per-request observations; nil-safe no-op when unset.
+type Metrics interface {
+	ObserveRequest(apiKey int16, d time.Duration, bytesIn, bytesOut int)
+	ConnectionOpened()
+	ConnectionClosed()
+}
+
+// Server serves the Kafka protocol for one broker.
+type Server struct {
+	b       *broker.Broker
+	lg      *slog.Logger
+	metrics Metrics
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+	done  chan struct{}
+}
+
+// NewServer makes a server for b.
+func NewServer(b *broker.Broker, lg *slog.Logger, m Metrics) *Server {
+	if lg == nil {
+		lg = slog.Default()
+	}
+	return &Server{b: b, lg: lg, metrics: m, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
+}
+
+// Serve accepts connections on ln until Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their handlers.
+func (s *Server) Close() {
+	close(s.done)
+	s.mu.Lock()
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// requestHeader is the Kafka request header (v1, or v2 with tagged fields).
+type requestHeader struct {
+	apiKey        int16
+	apiVersion    int16
+	correlationID int32
+	clientID      string
+}
+
+// pending is a response slot; the writer sends slots in request order.
+type pending struct {
+	hdr     requestHeader
+	start   time.Time
+	inBytes int
+	// respond produces the response, possibly waiting (acks=-1, long-poll fetch); nil
+	// means no response is sent (acks=0).
+	respond func(ctx context.Context) kmsg.Response
+	flex    bool
+	close   bool // close the connection after this slot
+}
+
+func (s *Server) serveConn(c net.Conn) {
+	if s.metrics != nil {
+		s.metrics.ConnectionOpened()
+		defer s.metrics.ConnectionClosed()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer c.Close()
+
+	slots := make(chan *pending, maxInFlight)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		s.writeLoop(ctx, c, slots)
+		cancel()
+		c.Close()
+	}()
+	defer func() {
+		close(slots)
+		<-writerDone
+	}()
+
+	r := bufio.NewReaderSize(c, 64<<10)
+	var sizeBuf [4]byte
+	for {
+		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 8 || size > MaxFrameBytes {
+			s.lg.Warn("closing connection: frame size out of bounds", "remote", c.RemoteAddr(), "size", size)
+			return
+		}
+		frame := make([]byte, size)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return
+		}
+		slot, err := s.handleFrame(ctx, frame)
+		if err != nil {
+			s.lg.Warn("closing connection: bad request", "remote", c.RemoteAddr(), "err", err)
+			return
+		}
+		select {
+		case slots <- slot:
+		case <-ctx.Done():
+			return
+		}
+		if slot.close {
+			return
+		}
+	}
+}
+
+func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pending) {
+	w := bufio.NewWriterSize(c, 64<<10)
+	var buf []byte
+	for slot := range slots {
+		if slot.respond == nil {
+			s.observe(slot, 0)
+			continue
+		}
+		resp := slot.respond(ctx)
+		if resp == nil {
+			s.observe(slot, 0)
+			continue
+		}
+		buf = buf[:0]
+		buf = append(buf, 0, 0, 0, 0)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(slot.hdr.correlationID))
+		// ApiVersions answers with header v0 even when flexible, so a client can read it
+		// before it knows which versions we speak.
+		if slot.flex && slot.hdr.apiKey != apiVersionsKey {
+			buf = append(buf, 0)
+		}
+		buf = resp.AppendTo(buf)
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		// Flush when nothing else is ready, so pipelined responses share a write.
+		if len(slots) == 0 {
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+		s.observe(slot, len(buf))
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+		if slot.close {
+			w.Flush()
+			return
+		}
+	}
+	w.Flush()
+}
+
+func (s *Server) observe(slot *pending, out int) {
+	if s.metrics != nil {
+		s.metrics.ObserveRequest(slot.hdr.apiKey, time.Since(slot.start), slot.inBytes, out)
+	}
+}
+
+const apiVersionsKey = 18
+
+// handleFrame parses one request and runs its synchronous part (validation, appends), so
+// that appends from one connection happen in the order the client sent them.
+func (s *Server) handleFrame(ctx context.Context, frame []byte) (*pending, error) {
+	start := time.Now()
+	hdr, body, err := parseHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	slot := &pending{hdr: hdr, start: start, inBytes: len(frame) + 4}
+	api, ok := apis[hdr.apiKey]
+	if !ok || hdr.apiVersion < api.min || hdr.apiVersion > api.max {
+		if hdr.apiKey == apiVersionsKey {
+			// KIP-511: answer an unknown ApiVersions version with a v0 response that says
+			// UNSUPPORTED_VERSION and lists what we do speak.
+			slot.respond = func(context.Context) kmsg.Response { return unsupportedApiVersions() }
+			return slot, nil
+		}
+		return nil, fmt.Errorf("unsupported api key %d version %d (%s)", hdr.apiKey, hdr.apiVersion, kmsg.NameForKey(hdr.apiKey))
+	}
+	req := kmsg.RequestForKey(hdr.apiKey)
+	req.SetVersion(hdr.apiVersion)
+	slot.flex = req.IsFlexible()
+	if slot.flex {
+		body, err = skipTags(body)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("decoding %s v%d: %w", kmsg.NameForKey(hdr.apiKey), hdr.apiVersion, err)
+	}
+	respond := api.handle(s, ctx, req)
+	slot.respond = respond
+	return slot, nil
+}
+
+func parseHeader(frame []byte) (requestHeader, []byte, error) {
+	if len(frame) < 10 {
+		return requestHeader{}, nil, errors.New("request header is truncated")
+	}
+	be := binary.BigEndian
+	h := requestHeader{
+		apiKey:        int16(be.Uint16(frame[0:])),
+		apiVersion:    int16(be.Uint16(frame[2:])),
+		correlationID: int32(be.Uint32(frame[4:])),
+	}
+	n := int16(be.Uint16(frame[8:]))
+	rest := frame[10:]
+	if n > 0 {
+		if int(n) > len(rest) {
+			return requestHeader{}, nil, errors.New("client id is truncated")
+		}
+		h.clientID = string(rest[:n])
+		rest = rest[n:]
+	}
+	return h, rest, nil
+}
+
+// skipTags skips the request header's tagged fields (header v2).
+func skipTags(b []byte) ([]byte, error) {
+	n, b, err := uvarint(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := uint64(0); i < n; i++ {
+		if _, b, err = uvarint(b); err != nil {
+			return nil, err
+		}
+		var size uint64
+		if size, b, err = uvarint(b); err != nil {
+			return nil, err
+		}
+		if size > uint64(len(b)) {
+			return nil, errors.New("tagged field is truncated")
+		}
+		b = b[size:]
+	}
+	return b, nil
+}
+
+func uvarint(b []byte) (uint64, []byte, error) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil, errors.New("bad uvarint in request header")
+	}
+	return v, b[n:], nil
+}

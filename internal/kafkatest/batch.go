@@ -1,0 +1,63 @@
+// Package kafkatest builds Kafka wire data (RecordBatch v2) for tests in any package. It
+// holds no broker logic and must never be imported by non-test code.
+package kafkatest
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Batch describes a RecordBatch v2 to build.
+type Batch struct {
+	Values        [][]byte // one record per value
+	Keys          [][]byte // optional, same length as Values
+	Timestamp     int64    // first timestamp; record i gets Timestamp+i
+	ProducerID    int64    // -1 for a non-idempotent batch
+	ProducerEpoch int16
+	BaseSequence  int32
+	Attributes    int16
+}
+
+// Plain returns a non-idempotent batch of n records "v0".."vN-1" at timestamp ts.
+func Plain(n int, ts int64) Batch {
+	b := Batch{Timestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	for i := 0; i < n; i++ {
+		b.Values = append(b.Values, []byte{'v', byte('0' + i%10)})
+	}
+	return b
+}
+
+// Bytes encodes the batch with base offset 0 and a valid CRC32C.
+func (b Batch) Bytes() []byte {
+	var recs []byte
+	for i, v := range b.Values {
+		r := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: v}
+		if b.Keys != nil {
+			r.Key = b.Keys[i]
+		}
+		body := r.AppendTo(nil)[1:] // drop the zero length varint AppendTo wrote
+		recs = binary.AppendVarint(recs, int64(len(body)))
+		recs = append(recs, body...)
+	}
+	rb := kmsg.RecordBatch{
+		FirstOffset:          0,
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		Attributes:           b.Attributes,
+		LastOffsetDelta:      int32(len(b.Values) - 1),
+		FirstTimestamp:       b.Timestamp,
+		MaxTimestamp:         b.Timestamp + int64(len(b.Values)-1),
+		ProducerID:           b.ProducerID,
+		ProducerEpoch:        b.ProducerEpoch,
+		FirstSequence:        b.BaseSequence,
+		NumRecords:           int32(len(b.Values)),
+		Records:              recs,
+	}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	crc := crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli))
+	binary.BigEndian.PutUint32(out[17:], crc)
+	return out
+}

@@ -1,0 +1,327 @@
+package partition
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+func defaultConfig() config.TopicConfig {
+	return config.ResolveTopic(nil, nil)
+}
+
+type harness struct {
+	t  *testing.T
+	fs storage.FS
+	p  *Partition
+}
+
+func newHarness(t *testing.T, cfg config.TopicConfig) *harness {
+	t.Helper()
+	h := &harness{t: t, fs: storage.NewMemFS()}
+	h.open(cfg)
+	t.Cleanup(func() { h.p.Close() })
+	return h
+}
+
+func (h *harness) open(cfg config.TopicConfig) {
+	h.t.Helper()
+	lg, err := storage.Open(storage.Options{FS: h.fs, Dir: "/p", SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p, err := Open(Options{Topic: "t", Partition: 0, Log: lg, Config: cfg})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.p = p
+}
+
+func (h *harness) reopen() {
+	h.t.Helper()
+	cfg := h.p.Config()
+	if err := h.p.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.open(cfg)
+}
+
+func (h *harness) produce(b []byte, acks int16) ProduceResult {
+	h.t.Helper()
+	res, wait := h.p.Produce(b, acks)
+	if wait != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res = wait(ctx)
+	}
+	return res
+}
+
+func idem(pid int64, epoch int16, seq int32, n int) []byte {
+	b := kafkatest.Plain(n, 1000)
+	b.ProducerID, b.ProducerEpoch, b.BaseSequence = pid, epoch, seq
+	return b.Bytes()
+}
+
+func TestStrictAcksAllWaitsForFlush(t *testing.T) {
+	h := newHarness(t, defaultConfig())
+	res := h.produce(kafkatest.Plain(3, 1000).Bytes(), -1)
+	if res.Err != nil || res.BaseOffset != 0 {
+		t.Fatalf("produce: %+v", res)
+	}
+	b := h.p.Boundaries()
+	if b.Flushed < 3 || b.Committed < 3 || b.LastVisible < 3 {
+		t.Fatalf("acks=-1 returned before the batch was flushed and committed: %+v", b)
+	}
+	res = h.produce(kafkatest.Plain(2, 1000).Bytes(), -1)
+	if res.BaseOffset != 3 {
+		t.Fatalf("second batch offset %d, want 3", res.BaseOffset)
+	}
+}
+
+func TestWriteCachingAcksBeforeFlush(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.WriteCaching = true
+	cfg.FlushMs = int64(time.Hour / time.Millisecond)
+	cfg.FlushBytes = 1 << 40
+	h := newHarness(t, cfg)
+	res := h.produce(kafkatest.Plain(3, 1000).Bytes(), -1)
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	b := h.p.Boundaries()
+	if b.Flushed != 0 || b.LastVisible != 3 || b.Committed != 0 {
+		t.Fatalf("write caching: want visible 3 and nothing flushed yet, got %+v", b)
+	}
+	// Switching write caching off at run time must make the next acks=-1 wait for fsync,
+	// and the flusher must not be left waiting for the hour-long timer.
+	cfg.WriteCaching = false
+	h.p.SetConfig(cfg)
+	h.produce(kafkatest.Plain(1, 1000).Bytes(), -1)
+	if b := h.p.Boundaries(); b.Flushed < 4 || b.Committed < 4 {
+		t.Fatalf("strict again: %+v", b)
+	}
+}
+
+func TestWriteCachingFlushesByTimer(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.WriteCaching = true
+	cfg.FlushMs = 20
+	cfg.FlushBytes = 1 << 40
+	h := newHarness(t, cfg)
+	h.produce(kafkatest.Plain(1, 1000).Bytes(), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := waitBoundary(ctx, h.p, func(b Boundaries) bool { return b.Flushed >= 1 }); err != nil {
+		t.Fatal("flush.ms never flushed the write")
+	}
+}
+
+func TestWriteCachingFlushesByBytes(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.WriteCaching = true
+	cfg.FlushMs = int64(time.Hour / time.Millisecond)
+	cfg.FlushBytes = 1
+	h := newHarness(t, cfg)
+	h.produce(kafkatest.Plain(1, 1000).Bytes(), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := waitBoundary(ctx, h.p, func(b Boundaries) bool { return b.Flushed >= 1 }); err != nil {
+		t.Fatal("flush.bytes never flushed the write")
+	}
+}
+
+func waitBoundary(ctx context.Context, p *Partition, cond func(Boundaries) bool) error {
+	for {
+		p.mu.Lock()
+		ok, ch := cond(p.bounds), p.changed
+		p.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func TestBadBatchesStoreNothing(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.MaxMessageBytes = 200
+	h := newHarness(t, cfg)
+	good := kafkatest.Plain(2, 1000).Bytes()
+	corrupt := append([]byte(nil), good...)
+	corrupt[len(corrupt)-1] ^= 0xff
+	old := append([]byte(nil), good...)
+	old[16] = 1
+	big := kafkatest.Batch{Values: [][]byte{make([]byte, 300)}, ProducerID: -1, BaseSequence: -1}.Bytes()
+	ctrl := kafkatest.Batch{Values: [][]byte{{1}}, ProducerID: -1, BaseSequence: -1, Attributes: attrControl}.Bytes()
+	badCount := append([]byte(nil), good...)
+	binary.BigEndian.PutUint32(badCount[batchRecordCountPos:], 7)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want *kerr.Error
+	}{
+		{"crc", corrupt, kerr.CorruptMessage},
+		{"magic", old, kerr.UnsupportedForMessageFormat},
+		{"too large", big, kerr.MessageTooLarge},
+		{"control", ctrl, kerr.InvalidRecord},
+		{"truncated", good[:40], kerr.CorruptMessage},
+		{"length", good[:len(good)-3], kerr.CorruptMessage},
+		{"empty", nil, kerr.InvalidRecord},
+		{"two batches", append(append([]byte(nil), good...), good...), kerr.InvalidRecord},
+	} {
+		res := h.produce(tc.b, -1)
+		if res.Err != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, res.Err, tc.want)
+		}
+	}
+	if b := h.p.Boundaries(); b.LogEnd != 0 {
+		t.Fatalf("bad batches stored data: %+v", b)
+	}
+}
+
+func TestIdempotentDedupeAndGaps(t *testing.T) {
+	h := newHarness(t, defaultConfig())
+	first := h.produce(idem(7, 0, 0, 3), -1)
+	second := h.produce(idem(7, 0, 3, 2), -1)
+	if first.BaseOffset != 0 || second.BaseOffset != 3 {
+		t.Fatalf("offsets %d %d", first.BaseOffset, second.BaseOffset)
+	}
+	if dup := h.produce(idem(7, 0, 0, 3), -1); dup.Err != nil || dup.BaseOffset != 0 {
+		t.Fatalf("retry of the first batch: %+v", dup)
+	}
+	if gap := h.produce(idem(7, 0, 9, 1), -1); gap.Err != kerr.OutOfOrderSequenceNumber {
+		t.Fatalf("gap: %+v", gap)
+	}
+	if stale := h.produce(idem(7, -1+0, 5, 1), -1); stale.Err == nil {
+		t.Fatalf("older epoch accepted: %+v", stale)
+	}
+	if unknown := h.produce(idem(8, 0, 4, 1), -1); unknown.Err != kerr.UnknownProducerID {
+		t.Fatalf("unknown producer with non-zero sequence: %+v", unknown)
+	}
+	if b := h.p.Boundaries(); b.LogEnd != 5 {
+		t.Fatalf("log end %d, want 5: rejected batches must not be stored", b.LogEnd)
+	}
+	// A new epoch starts over at sequence 0.
+	if r := h.produce(idem(7, 1, 0, 1), -1); r.Err != nil || r.BaseOffset != 5 {
+		t.Fatalf("new epoch: %+v", r)
+	}
+
+	h.reopen()
+	if dup := h.produce(idem(7, 1, 0, 1), -1); dup.Err != nil || dup.BaseOffset != 5 {
+		t.Fatalf("retry after restart must return the original offset: %+v", dup)
+	}
+	if next := h.produce(idem(7, 1, 1, 1), -1); next.Err != nil || next.BaseOffset != 6 {
+		t.Fatalf("next batch after restart: %+v", next)
+	}
+}
+
+func TestFetchAndListOffsets(t *testing.T) {
+	h := newHarness(t, defaultConfig())
+	h.produce(kafkatest.Plain(3, 1000).Bytes(), -1)
+	h.produce(kafkatest.Plain(3, 5000).Bytes(), -1)
+
+	mid := h.p.Fetch(4, 1<<20, -1)
+	if mid.Err != nil || mid.HighWatermark != 6 {
+		t.Fatalf("fetch: %+v", mid)
+	}
+	hdr, _ := ParseBatchHeader(mid.Records)
+	if hdr.BaseOffset != 3 {
+		t.Fatalf("a fetch inside a batch must return that whole batch, got base %d", hdr.BaseOffset)
+	}
+	if r := h.p.Fetch(6, 1<<20, -1); r.Err != nil || len(r.Records) != 0 {
+		t.Fatalf("fetch at the end: %+v", r)
+	}
+	if r := h.p.Fetch(7, 1<<20, -1); r.Err != kerr.OffsetOutOfRange {
+		t.Fatalf("fetch past the end: %+v", r)
+	}
+	if r := h.p.Fetch(0, 1<<20, h.p.LeaderEpoch()+1); r.Err != kerr.UnknownLeaderEpoch {
+		t.Fatalf("future epoch: %+v", r)
+	}
+	if r := h.p.Fetch(0, 1<<20, h.p.LeaderEpoch()-1); r.Err != kerr.FencedLeaderEpoch {
+		t.Fatalf("stale epoch: %+v", r)
+	}
+
+	for _, tc := range []struct {
+		ts, want int64
+	}{{ListEarliest, 0}, {ListLatest, 6}, {1001, 0}, {3000, 3}, {9999, -1}} {
+		if off, _, err := h.p.ListOffset(tc.ts); err != nil || off != tc.want {
+			t.Errorf("ListOffset(%d) = %d, %v; want %d", tc.ts, off, err, tc.want)
+		}
+	}
+	if off, ts, _ := h.p.ListOffset(ListMaxTimestamp); ts != 5002 || off != 5 {
+		t.Errorf("max timestamp: offset %d ts %d", off, ts)
+	}
+	if ep, end := h.p.EpochEndOffset(h.p.LeaderEpoch()); ep != h.p.LeaderEpoch() || end != 6 {
+		t.Errorf("EpochEndOffset = %d, %d", ep, end)
+	}
+
+	if low, err := h.p.DeleteRecords(4); err != nil || low != 4 {
+		t.Fatalf("DeleteRecords: %d %v", low, err)
+	}
+	if r := h.p.Fetch(2, 1<<20, -1); r.Err != kerr.OffsetOutOfRange {
+		t.Fatalf("fetch below log start: %+v", r)
+	}
+	if _, err := h.p.DeleteRecords(99); err != kerr.OffsetOutOfRange {
+		t.Fatalf("DeleteRecords past the high watermark: %v", err)
+	}
+	h.reopen()
+	if b := h.p.Boundaries(); b.LogStart != 4 || b.LogEnd != 6 {
+		t.Fatalf("after restart: %+v", b)
+	}
+}
+
+func TestWaitersFailWhenClosed(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.WriteCaching = false
+	h := newHarness(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.p.WaitVisible(ctx, 100); err == nil {
+		t.Fatal("WaitVisible returned success for an offset that was never written")
+	}
+}
+
+func TestGroupCommitSharesFsyncs(t *testing.T) {
+	h := newHarness(t, defaultConfig())
+	const writers, each = 8, 50
+	done := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		go func() {
+			for i := 0; i < each; i++ {
+				res, wait := h.p.Produce(kafkatest.Plain(1, 1000).Bytes(), -1)
+				if res.Err != nil {
+					done <- res.Err
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				r := wait(ctx)
+				cancel()
+				if r.Err != nil {
+					done <- r.Err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for w := 0; w < writers; w++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := h.p.Boundaries(); b.Committed != writers*each {
+		t.Fatalf("committed %d", b.Committed)
+	}
+}

@@ -1,0 +1,156 @@
+package partition
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+// CheckEpoch fences a client's view of the leader epoch (KIP-320): -1 skips the check.
+func (p *Partition) CheckEpoch(currentLeaderEpoch int32) *kerr.Error {
+	switch {
+	case currentLeaderEpoch < 0 || currentLeaderEpoch == p.epoch:
+		return nil
+	case currentLeaderEpoch < p.epoch:
+		return kerr.FencedLeaderEpoch
+	default:
+		return kerr.UnknownLeaderEpoch
+	}
+}
+
+// FetchResult is one partition's part of a Fetch response.
+type FetchResult struct {
+	Records       []byte
+	HighWatermark int64
+	LogStart      int64
+	Err           *kerr.Error
+}
+
+// Fetch reads whole batches starting with the one that holds offset, never past last visible.
+func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
+	b := p.Boundaries()
+	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
+	if err := p.CheckEpoch(currentLeaderEpoch); err != nil {
+		res.Err = err
+		return res
+	}
+	if offset < b.LogStart || offset > b.LogEnd {
+		res.Err = kerr.OffsetOutOfRange
+		return res
+	}
+	if offset >= b.LastVisible {
+		return res
+	}
+	recs, err := p.log.ReadBatches(offset, int(maxBytes), b.LastVisible)
+	switch {
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		res.Err = kerr.OffsetOutOfRange
+	case err != nil:
+		p.lg.Error("read failed", "offset", offset, "err", err)
+		res.Err = kerr.KafkaStorageError
+	}
+	res.Records = recs
+	return res
+}
+
+// Special ListOffsets timestamps.
+const (
+	ListLatest       = -1
+	ListEarliest     = -2
+	ListMaxTimestamp = -3
+)
+
+// ListOffset answers ListOffsets for one partition: the offset and the timestamp found.
+func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *kerr.Error) {
+	b := p.Boundaries()
+	switch timestamp {
+	case ListLatest:
+		return b.LastVisible, -1, nil
+	case ListEarliest:
+		return b.LogStart, -1, nil
+	case ListMaxTimestamp:
+		t, off := p.log.MaxTimestamp()
+		if off < 0 || off >= b.LastVisible {
+			return -1, -1, nil
+		}
+		return off, t, nil
+	}
+	if timestamp < 0 {
+		return -1, -1, kerr.InvalidRequest
+	}
+	off, t, ok := p.log.OffsetForTimestamp(timestamp)
+	if !ok || off >= b.LastVisible {
+		return -1, -1, nil
+	}
+	return max(off, b.LogStart), t, nil
+}
+
+// EpochEndOffset answers OffsetForLeaderEpoch: the largest epoch at or below the one asked
+// for, and the offset where it ended. (-1, -1) means no such epoch.
+func (p *Partition) EpochEndOffset(epoch int32) (int32, int64) {
+	if epoch > p.epoch {
+		return -1, -1
+	}
+	if epoch == p.epoch {
+		return p.epoch, p.Boundaries().LogEnd
+	}
+	found, end, ok := p.log.EpochEndOffset(uint64(epoch))
+	if !ok {
+		return -1, -1
+	}
+	return int32(found), end
+}
+
+// LeaderEpoch is the partition's current leader epoch.
+func (p *Partition) LeaderEpoch() int32 { return p.epoch }
+
+// DeleteRecords advances the log start offset; -1 means the high watermark.
+func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	b := p.Boundaries()
+	if offset == -1 {
+		offset = b.LastVisible
+	}
+	if offset < 0 || offset > b.LastVisible {
+		return -1, kerr.OffsetOutOfRange
+	}
+	if offset <= b.LogStart {
+		return b.LogStart, nil
+	}
+	if err := p.log.AdvanceLogStart(offset); err != nil {
+		p.lg.Error("advancing log start failed", "err", err)
+		return -1, kerr.KafkaStorageError
+	}
+	p.setLogStart(p.log.LogStartOffset())
+	return p.log.LogStartOffset(), nil
+}
+
+// EnforceRetention deletes old segments by the topic's retention.ms and retention.bytes.
+func (p *Partition) EnforceRetention() error {
+	cfg := p.cfg.Load()
+	if cfg.RetentionMs < 0 && cfg.RetentionBytes < 0 {
+		return nil
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	start, err := p.log.EnforceRetention(cfg.RetentionMs, cfg.RetentionBytes)
+	if err != nil {
+		return err
+	}
+	p.setLogStart(start)
+	return nil
+}
+
+func (p *Partition) setLogStart(start int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if start > p.bounds.LogStart {
+		p.advanceLocked(func(b *Boundaries) { b.LogStart = start })
+	}
+}
+
+// SizeBytes is the partition's size on disk.
+func (p *Partition) SizeBytes() int64 { return p.log.SizeBytes() }

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need, then runs every test.
+# Unit tests (with the race detector on the packages that hold shared state), fuzz seed
+# corpora, the generated-docs drift check, and the end-to-end suite against real cairn
+# processes and real clients.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-test-deps.sh
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
+echo "== go vet"
+go vet ./...
+echo "== unit tests (race)"
+go test -race -count=1 -timeout 15m $(go list ./... | grep -v /test/)
+echo "== end-to-end tests"
+go test -count=1 -timeout 20m ./test/...
