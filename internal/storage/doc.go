@@ -57,12 +57,24 @@
 // describe a .log of another size. Every read re-checks the CRC32C of each entry it returns,
 // so bit rot in a trusted closed segment is reported as ErrCorrupt instead of being served.
 //
+// # Log start checkpoint
+//
+// log-start-offset.checkpoint holds magic "CAIRNLSO" | version u32 | log start offset i64 |
+// CRC32C u32. It is replaced atomically (temp file, fsync, rename, directory fsync) before
+// any segment below the new log start is removed, so Open can finish an interrupted
+// deletion: segments wholly below it are removed, and the log start is the larger of the
+// checkpoint and the first segment's base offset.
+//
 // # Recovery
 //
 // Open keeps the longest valid prefix: the first entry that is torn, fails its CRC, breaks
 // the index sequence, lowers the term, or is not a well-formed RecordBatch v2 at the expected
 // offset ends the log; the file is truncated there and every later segment is removed.
 // Everything that survives is fsynced before Open returns, so FlushedIndex = LastIndex.
+//
+// A stored entry that fails its CRC32C in a closed segment that Open trusted (bit rot) is
+// reported as ErrCorrupt by any read that has to pass over it; the batches before it are
+// still served. Repair is the caller's business (re-replicate, or Reset from a snapshot).
 //
 // # Concurrency
 //

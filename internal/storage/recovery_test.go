@@ -232,6 +232,18 @@ func TestRapidLogModel(t *testing.T) {
 				l = m.afterCrash(rt, o, flushed)
 				flushed = m.lastIndex()
 			},
+			"reset": func(rt *rapid.T) {
+				next := m.lastIndex() + uint64(rapid.IntRange(0, 5).Draw(rt, "skipIdx"))
+				if next < 1 {
+					next = 1
+				}
+				off := m.leo() + int64(rapid.IntRange(0, 5).Draw(rt, "skipOff"))
+				if err := l.Reset(next, term, off); err != nil {
+					rt.Fatal(err)
+				}
+				m = &model{firstIndex: next, baseOffset: off, prevTerm: term, lso: off}
+				flushed = next - 1
+			},
 			"reopen": func(rt *rapid.T) {
 				if err := l.Close(); err != nil {
 					rt.Fatal(err)
