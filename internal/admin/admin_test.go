@@ -1,0 +1,87 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-io/cairn/internal/broker"
+	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+func get(t *testing.T, srv *httptest.Server, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestAdminEndpoints(t *testing.T) {
+	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", FS: storage.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic("orders", 2, 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := b.Partition("orders", 1)
+	_, wait := p.Produce(kafkatest.Plain(4, 1000).Bytes(), -1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r := wait(ctx); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+
+	m := NewMetrics(b)
+	s := NewServer(b, m)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+
+	if code, _ := get(t, srv, "/v1/status/ready"); code != http.StatusServiceUnavailable {
+		t.Fatalf("ready before SetReady: %d", code)
+	}
+	s.SetReady(true)
+	if code, _ := get(t, srv, "/v1/status/ready"); code != http.StatusOK {
+		t.Fatalf("ready: %d", code)
+	}
+
+	code, body := get(t, srv, "/v1/partitions/orders/1")
+	var st PartitionStatus
+	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+		t.Fatalf("partition status %d %s", code, body)
+	}
+	if st.LogEnd != 4 || st.Flushed != 4 || st.Committed != 4 || st.LastVisible != 4 || st.LogStart != 0 {
+		t.Fatalf("boundaries after an acks=-1 write: %+v", st)
+	}
+	for _, bad := range []string{"/v1/partitions/orders/9", "/v1/partitions/nope/0", "/v1/partitions/orders/x"} {
+		if code, _ := get(t, srv, bad); code != 404 && code != 400 {
+			t.Errorf("%s: %d", bad, code)
+		}
+	}
+
+	m.ObserveRequest(0, time.Millisecond, 100, 50)
+	_, metrics := get(t, srv, "/metrics")
+	for _, want := range []string{
+		`cairn_partition_log_end_offset{partition="1",topic="orders"} 4`,
+		`cairn_partition_flushed_offset{partition="1",topic="orders"} 4`,
+		`cairn_kafka_requests_total{api="Produce"} 1`,
+		`cairn_kafka_bytes_in_total 100`,
+		`cairn_kafka_bytes_out_total 50`,
+		`cairn_kafka_request_duration_seconds_count{api="Produce"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
