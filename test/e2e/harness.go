@@ -1,0 +1,544 @@
+// Package e2e holds Cairn's end-to-end tests: they drive real `cairn` processes with real
+// Kafka clients (franz-go, sarama, kcat, confluent-kafka-python, kafka-python and the cairn
+// CLI) and assert what a user of the broker can observe.
+//
+// This file is the harness: it builds the binary once, starts brokers on free loopback
+// ports with their own data directories, waits for readiness, and stops, kills and
+// restarts them. Every test starts its own broker; brokers are cheap.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Time limits of the harness. They bound how long a misbehaving broker can hold a test.
+const (
+	readyTimeout = 30 * time.Second
+	stopTimeout  = 30 * time.Second
+	// pythonHelper is the interpreter that has the Debian Kafka modules; the python3 on
+	// PATH may be a separate install without them.
+	pythonHelper = "/usr/bin/python3"
+	installHint  = "run scripts/install-test-deps.sh to install the end-to-end test dependencies"
+)
+
+var (
+	// cairnBin is the broker binary built once by runMain.
+	cairnBin string
+	// clientsDir holds the Python helper scripts.
+	clientsDir string
+)
+
+// runMain builds the cairn binary, runs the tests and removes the binary. TestMain calls it.
+func runMain(m *testing.M) int {
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	clientsDir = filepath.Join(wd, "clients")
+	dir, err := os.MkdirTemp("", "cairn-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cairnBin = filepath.Join(dir, "cairn")
+	build := exec.Command("go", "build", "-o", cairnBin, "github.com/cairn-io/cairn/cmd/cairn")
+	out, err := build.CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: building the cairn binary failed: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// BrokerOpts configures startBroker.
+type BrokerOpts struct {
+	NodeID   int
+	LogLevel string   // default "info"
+	Args     []string // extra `cairn start` flags
+	Env      []string // extra environment, KEY=VALUE
+}
+
+// Broker is one cairn process (and its successors after Restart) with a fixed data
+// directory and fixed addresses.
+type Broker struct {
+	t         testing.TB
+	opts      BrokerOpts
+	DataDir   string
+	KafkaAddr string
+	AdminAddr string
+	RPCAddr   string
+	logPath   string
+
+	mu     sync.Mutex
+	proc   *process
+	starts int
+	killed bool // the current process was killed on purpose (Kill9)
+}
+
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has been reaped
+	err  error         // cmd.Wait's result, valid after done
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// startBroker starts a broker on free loopback ports with a fresh data directory, waits
+// until it reports ready, and registers a cleanup that stops it (SIGTERM, expecting exit 0).
+func startBroker(t testing.TB, opts BrokerOpts) *Broker {
+	t.Helper()
+	if opts.LogLevel == "" {
+		opts.LogLevel = "info"
+	}
+	logDir, err := os.MkdirTemp("", "cairn-e2e-log-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Broker{t: t, opts: opts, DataDir: t.TempDir(), logPath: filepath.Join(logDir, "broker.log")}
+	// Registered first, so it runs last: after the broker stopped, keep the log (and print
+	// its tail) only when the test failed.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("broker %d log kept at %s; last lines:\n%s", opts.NodeID, b.logPath, tailFile(b.logPath, 60))
+			return
+		}
+		os.RemoveAll(logDir)
+	})
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		b.KafkaAddr, b.AdminAddr, b.RPCAddr = freeAddr(t), freeAddr(t), freeAddr(t)
+		lastErr = b.launch()
+		if lastErr == nil {
+			t.Cleanup(b.cleanupStop)
+			return b
+		}
+		// Another process may have taken a port between our probe and the broker's bind.
+		if !strings.Contains(tailFile(b.logPath, 20), "address already in use") {
+			break
+		}
+	}
+	t.Fatalf("starting broker: %v\nlog tail:\n%s", lastErr, tailFile(b.logPath, 60))
+	return nil
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// launch starts the process and waits for readiness. On failure the process is reaped.
+func (b *Broker) launch() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.starts++
+	b.killed = false
+	logf, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "=== e2e: start #%d of node %d (kafka %s, admin %s) at %s ===\n",
+		b.starts, b.opts.NodeID, b.KafkaAddr, b.AdminAddr, time.Now().Format(time.RFC3339Nano))
+	args := []string{"start",
+		"--node-id", strconv.Itoa(b.opts.NodeID),
+		"--data-dir", b.DataDir,
+		"--kafka-addr", b.KafkaAddr,
+		"--admin-addr", b.AdminAddr,
+		"--rpc-addr", b.RPCAddr,
+		"--log-level", b.opts.LogLevel,
+	}
+	args = append(args, b.opts.Args...)
+	cmd := exec.Command(cairnBin, args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.Env = append(os.Environ(), b.opts.Env...)
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	b.proc = p
+	if err := b.waitReady(p); err != nil {
+		if !p.exited() {
+			cmd.Process.Kill()
+			<-p.done
+		}
+		return err
+	}
+	return nil
+}
+
+// waitReady polls the readiness endpoint until it answers 200, the process exits, or the
+// deadline passes.
+func (b *Broker) waitReady(p *process) error {
+	hc := &http.Client{Timeout: time.Second}
+	url := "http://" + b.AdminAddr + "/v1/status/ready"
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			return fmt.Errorf("broker exited before it was ready: %v", p.err)
+		}
+		resp, err := hc.Get(url)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("broker not ready within %v", readyTimeout)
+}
+
+// PID returns the running process id.
+func (b *Broker) PID() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.proc.cmd.Process.Pid
+}
+
+// Stop sends SIGTERM, waits for the exit and fails the test unless the exit code is 0.
+func (b *Broker) Stop() {
+	b.t.Helper()
+	if err := b.stop(); err != nil {
+		b.t.Fatalf("stopping broker: %v\nlog tail:\n%s", err, tailFile(b.logPath, 40))
+	}
+}
+
+func (b *Broker) stop() error {
+	b.mu.Lock()
+	p, killed := b.proc, b.killed
+	b.mu.Unlock()
+	if p == nil || p.exited() {
+		if p != nil && p.err != nil && !killed {
+			return fmt.Errorf("broker had already exited: %v", p.err)
+		}
+		return nil
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+	case <-time.After(stopTimeout):
+		p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("broker did not exit within %v of SIGTERM (killed)", stopTimeout)
+	}
+	if p.err != nil {
+		return fmt.Errorf("broker exited with %v after SIGTERM, want exit code 0", p.err)
+	}
+	return nil
+}
+
+func (b *Broker) cleanupStop() {
+	if err := b.stop(); err != nil {
+		b.t.Errorf("stopping broker at the end of the test: %v", err)
+	}
+}
+
+// Kill9 kills the process with SIGKILL and waits until it is gone.
+func (b *Broker) Kill9() {
+	b.t.Helper()
+	b.mu.Lock()
+	p := b.proc
+	if p.exited() {
+		b.mu.Unlock()
+		b.t.Fatalf("Kill9: broker had already exited: %v", p.err)
+	}
+	b.killed = true
+	b.mu.Unlock()
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Restart stops the broker if it runs (SIGTERM, expecting exit 0; after Kill9 there is
+// nothing to stop), then starts it again
+// with the same data directory and addresses and waits until it is ready.
+func (b *Broker) Restart() {
+	b.t.Helper()
+	b.Stop()
+	if err := b.launch(); err != nil {
+		b.t.Fatalf("restarting broker: %v\nlog tail:\n%s", err, tailFile(b.logPath, 60))
+	}
+}
+
+// LogContains reports whether the broker's log (all starts) contains s.
+func (b *Broker) LogContains(s string) bool {
+	raw, _ := os.ReadFile(b.logPath)
+	return bytes.Contains(raw, []byte(s))
+}
+
+// RSSKiB returns the resident set size of the running process.
+func (b *Broker) RSSKiB(t testing.TB) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no VmRSS in /proc status")
+	return 0
+}
+
+func tailFile(path string, n int) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t testing.TB, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ctxFor returns a context bounded by d and by the test's end.
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// ---- Kafka clients ----
+
+// Client returns a franz-go client seeded with this broker, closed at the end of the test.
+func (b *Broker) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	base := []kgo.Opt{
+		kgo.SeedBrokers(b.KafkaAddr),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.RetryTimeout(30 * time.Second),
+		kgo.ClientID("cairn-e2e"),
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Admin returns a kadm client over a fresh franz-go client.
+func (b *Broker) Admin(t testing.TB) *kadm.Client {
+	t.Helper()
+	return kadm.NewClient(b.Client(t))
+}
+
+// createTopic creates a topic with replication factor 1 and fails the test on any error.
+func createTopic(t testing.TB, adm *kadm.Client, name string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	resp, err := adm.CreateTopic(ctxFor(t, 15*time.Second), partitions, 1, configs, name)
+	if err != nil {
+		t.Fatalf("CreateTopics %s: request failed: %v", name, err)
+	}
+	if resp.Err != nil {
+		t.Fatalf("CreateTopics %s: %v (%s)", name, resp.Err, resp.ErrMessage)
+	}
+}
+
+// endOffsets returns the high watermark of each partition of topic.
+func endOffsets(t testing.TB, adm *kadm.Client, topic string) map[int32]int64 {
+	t.Helper()
+	return listed(t, topic, "ListEndOffsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
+		return adm.ListEndOffsets(ctx, topic)
+	})
+}
+
+// startOffsets returns the log start offset of each partition of topic.
+func startOffsets(t testing.TB, adm *kadm.Client, topic string) map[int32]int64 {
+	t.Helper()
+	return listed(t, topic, "ListStartOffsets", func(ctx context.Context) (kadm.ListedOffsets, error) {
+		return adm.ListStartOffsets(ctx, topic)
+	})
+}
+
+func listed(t testing.TB, topic, what string, f func(context.Context) (kadm.ListedOffsets, error)) map[int32]int64 {
+	t.Helper()
+	l, err := f(ctxFor(t, 15*time.Second))
+	if err != nil {
+		t.Fatalf("%s %s: %v", what, topic, err)
+	}
+	out := map[int32]int64{}
+	for p, o := range l[topic] {
+		if o.Err != nil {
+			t.Fatalf("%s %s[%d]: %v", what, topic, p, o.Err)
+		}
+		out[p] = o.Offset
+	}
+	return out
+}
+
+// PartitionStatus is the admin API's view of a partition.
+type PartitionStatus struct {
+	LogStart           int64 `json:"log_start_offset"`
+	LogEnd             int64 `json:"log_end_offset"`
+	Flushed            int64 `json:"flushed_offset"`
+	MajorityReplicated int64 `json:"majority_replicated_offset"`
+	Committed          int64 `json:"committed_offset"`
+	LastVisible        int64 `json:"last_visible_offset"`
+	LeaderEpoch        int32 `json:"leader_epoch"`
+	WriteCaching       *bool `json:"write_caching"`
+}
+
+// Partition fetches /v1/partitions/{topic}/{partition} from the admin API.
+func (b *Broker) Partition(t testing.TB, topic string, partition int32) PartitionStatus {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(fmt.Sprintf("http://%s/v1/partitions/%s/%d", b.AdminAddr, topic, partition))
+	if err != nil {
+		t.Fatalf("admin API: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("admin API /v1/partitions/%s/%d: HTTP %d: %s", topic, partition, resp.StatusCode, raw)
+	}
+	var st PartitionStatus
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatalf("admin API /v1/partitions/%s/%d: %v in %s", topic, partition, err, raw)
+	}
+	return st
+}
+
+// ---- external commands ----
+
+type cmdResult struct {
+	Stdout, Stderr string
+	Err            error
+}
+
+func (r cmdResult) String() string {
+	return fmt.Sprintf("err=%v\nstdout:\n%s\nstderr:\n%s", r.Err, r.Stdout, r.Stderr)
+}
+
+// run runs a command with stdin and a time limit and returns its output.
+func run(t testing.TB, timeout time.Duration, stdin string, name string, args ...string) cmdResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%s did not finish within %v: %w", name, timeout, err)
+	}
+	return cmdResult{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
+}
+
+// requireKcat fails the test when kcat is not installed.
+func requireKcat(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Fatalf("kcat is not installed: %s", installHint)
+	}
+	return path
+}
+
+// requirePython fails the test when /usr/bin/python3 cannot import module.
+func requirePython(t testing.TB, module string) {
+	t.Helper()
+	if _, err := os.Stat(pythonHelper); err != nil {
+		t.Fatalf("%s is missing: %s", pythonHelper, installHint)
+	}
+	r := run(t, 30*time.Second, "", pythonHelper, "-c", "import "+module)
+	if r.Err != nil {
+		t.Fatalf("%s cannot import %s (%v: %s): %s", pythonHelper, module, r.Err, strings.TrimSpace(r.Stderr), installHint)
+	}
+}
+
+// runPython runs a helper script from clients/ and decodes its JSON stdout into out.
+func runPython(t testing.TB, timeout time.Duration, out any, script string, args ...string) cmdResult {
+	t.Helper()
+	r := run(t, timeout, "", pythonHelper, append([]string{filepath.Join(clientsDir, script)}, args...)...)
+	if out != nil && strings.TrimSpace(r.Stdout) != "" {
+		if err := json.Unmarshal([]byte(r.Stdout), out); err != nil && r.Err == nil {
+			r.Err = fmt.Errorf("decoding %s output: %w", script, err)
+		}
+	}
+	return r
+}
+
+// lines splits output into non-empty lines.
+func lines(s string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if l := sc.Text(); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+var errNotClosed = errors.New("connection still open")
