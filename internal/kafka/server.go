@@ -30,7 +30,53 @@ const (
 	// maxInFlight is how many requests of one connection may be parsed ahead of their
 	// responses; past it the connection stops reading, which pushes back on the client.
 	maxInFlight = 32
+	// maxInFlightBytes bounds the request bytes one connection holds while their responses
+	// are pending. A single frame larger than this is still read, but only once nothing
+	// else of the connection is in flight.
+	maxInFlightBytes = 64 << 20
 )
+
+// byteBudget is a per-connection counting semaphore over request bytes.
+type byteBudget struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	used   int
+	closed bool
+}
+
+func newByteBudget() *byteBudget {
+	b := &byteBudget{}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// acquire waits until n bytes fit (or nothing is held); false once the budget is closed.
+func (b *byteBudget) acquire(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for !b.closed && b.used > 0 && b.used+n > maxInFlightBytes {
+		b.cond.Wait()
+	}
+	if b.closed {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *byteBudget) release(n int) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+func (b *byteBudget) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
 
 // Metrics receives per-request observations; nil-safe no-op when unset.
 type Metrics interface {
@@ -137,10 +183,12 @@ func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
 
 	slots := make(chan *pending, maxInFlight)
+	budget := newByteBudget()
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		s.writeLoop(ctx, c, slots)
+		s.writeLoop(ctx, c, slots, budget)
+		budget.close()
 		cancel()
 		c.Close()
 	}()
@@ -158,6 +206,9 @@ func (s *Server) serveConn(c net.Conn) {
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 		if size < 8 || size > MaxFrameBytes {
 			s.lg.Warn("closing connection: frame size out of bounds", "remote", c.RemoteAddr(), "size", size)
+			return
+		}
+		if !budget.acquire(int(size)) {
 			return
 		}
 		frame := make([]byte, size)
@@ -180,15 +231,15 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 }
 
-func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pending) {
+func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pending, budget *byteBudget) {
 	w := bufio.NewWriterSize(c, 64<<10)
 	var buf []byte
 	for slot := range slots {
-		if slot.respond == nil {
-			s.observe(slot, 0)
-			continue
+		var resp kmsg.Response
+		if slot.respond != nil {
+			resp = slot.respond(ctx)
 		}
-		resp := slot.respond(ctx)
+		budget.release(slot.inBytes - 4)
 		if resp == nil {
 			s.observe(slot, 0)
 			continue
