@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+func open(t *testing.T, fs storage.FS) *Broker {
+	t.Helper()
+	b, err := New(Config{DataDir: "/data", KafkaAddr: "127.0.0.1:9092", FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestTopicLifecycleSurvivesRestart(t *testing.T) {
+	fs := storage.NewMemFS()
+	b := open(t, fs)
+	if _, err := b.CreateTopic("orders", 3, 1, map[string]string{"retention.ms": "60000"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTopic("dry", 1, 1, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Topic("dry"); ok {
+		t.Fatal("validate_only created the topic")
+	}
+	if err := b.CreatePartitions("orders", 5, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetClusterConfig(map[string]string{"num.partitions": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	id1, _ := b.AllocateProducerID()
+	id2, _ := b.AllocateProducerID()
+	if id2 != id1+1 {
+		t.Fatalf("producer ids %d %d", id1, id2)
+	}
+	clusterID := b.ClusterID()
+	b.Close()
+
+	b = open(t, fs)
+	defer b.Close()
+	info, ok := b.Topic("orders")
+	if !ok || info.Partitions != 5 {
+		t.Fatalf("after restart: %+v %v", info, ok)
+	}
+	if ov, _, _ := b.TopicConfigOverrides("orders"); ov["retention.ms"] != "60000" {
+		t.Fatalf("topic config lost: %v", ov)
+	}
+	if b.ClusterID() != clusterID {
+		t.Fatal("cluster id changed across restart")
+	}
+	if id3, _ := b.AllocateProducerID(); id3 <= id2 {
+		t.Fatalf("producer id %d reused after restart (had %d)", id3, id2)
+	}
+	auto, err := b.AutoCreateTopic("auto")
+	if err != nil || auto.Partitions != 4 {
+		t.Fatalf("auto-created with cluster default num.partitions: %+v %v", auto, err)
+	}
+	if err := b.DeleteTopic("orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, e := b.Partition("orders", 0); e != kerr.UnknownTopicOrPartition {
+		t.Fatalf("deleted topic still served: %v", e)
+	}
+}
+
+func TestTopicRequestsRefuseBadInput(t *testing.T) {
+	b := open(t, storage.NewMemFS())
+	defer b.Close()
+	b.CreateTopic("t", 2, 1, nil, false)
+	for _, tc := range []struct {
+		name string
+		err  *Error
+		want *kerr.Error
+	}{
+		{"bad name", second(b.CreateTopic("a/b", 1, 1, nil, false)), kerr.InvalidTopicException},
+		{"dot", second(b.CreateTopic("..", 1, 1, nil, false)), kerr.InvalidTopicException},
+		{"exists", second(b.CreateTopic("t", 1, 1, nil, false)), kerr.TopicAlreadyExists},
+		{"rf above brokers", second(b.CreateTopic("x", 1, 3, nil, false)), kerr.InvalidReplicationFactor},
+		{"zero partitions", second(b.CreateTopic("x", 0, 1, nil, false)), kerr.InvalidPartitions},
+		{"unknown config", second(b.CreateTopic("x", 1, 1, map[string]string{"no.such": "1"}, false)), kerr.InvalidConfig},
+		{"bad config value", second(b.CreateTopic("x", 1, 1, map[string]string{"retention.ms": "soon"}, false)), kerr.InvalidConfig},
+		{"shrink", b.CreatePartitions("t", 1, false), kerr.InvalidPartitions},
+		{"same count", b.CreatePartitions("t", 2, false), kerr.InvalidPartitions},
+		{"missing topic", b.CreatePartitions("nope", 3, false), kerr.UnknownTopicOrPartition},
+		{"delete missing", b.DeleteTopic("nope"), kerr.UnknownTopicOrPartition},
+	} {
+		if tc.err == nil || tc.err.Code != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.err, tc.want.Message)
+		}
+	}
+	if _, ok := b.Topic("x"); ok {
+		t.Fatal("a refused CreateTopics left a topic behind")
+	}
+	if info, _ := b.Topic("t"); info.Partitions != 2 {
+		t.Fatalf("a refused CreatePartitions changed the count: %d", info.Partitions)
+	}
+	b.SetClusterConfig(map[string]string{"auto.create.topics.enable": "false"})
+	if _, err := b.AutoCreateTopic("nope"); err == nil || err.Code != kerr.UnknownTopicOrPartition {
+		t.Fatalf("auto-create while disabled: %v", err)
+	}
+}
+
+func second(_ TopicInfo, err *Error) *Error { return err }
