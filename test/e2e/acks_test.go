@@ -97,4 +97,19 @@ func TestStrictAcksAllIsFlushed(t *testing.T) {
 			t.Fatalf("admin API says write caching is on for a default topic")
 		}
 	}
+	// The same boundaries as Prometheus gauges.
+	st := b.Partition(t, topic, 0)
+	labels := `{partition="0",topic="strict"}`
+	for name, want := range map[string]int64{
+		"cairn_partition_log_end_offset":      st.LogEnd,
+		"cairn_partition_flushed_offset":      st.Flushed,
+		"cairn_partition_committed_offset":    st.Committed,
+		"cairn_partition_last_visible_offset": st.LastVisible,
+		"cairn_partition_log_start_offset":    st.LogStart,
+	} {
+		v, ok := b.Metric(t, name, labels)
+		if !ok || int64(v) != want {
+			t.Errorf("/metrics %s%s = %v (present: %v), admin API says %d", name, labels, v, ok, want)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
@@ -266,4 +267,121 @@ func TestShutdownWithParkedFetch(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("SIGTERM took %v to stop the broker while a Fetch (max wait 15 s) was parked; want a prompt shutdown", d.Round(time.Millisecond))
 	}
+}
+
+// TestFetchEdges: a partition max bytes smaller than the first batch still returns that
+// batch whole; a fetch past the end is OFFSET_OUT_OF_RANGE; the broker, not the producer,
+// assigns a batch's base offset; ListOffsets by timestamp finds a record inside a batch.
+func TestFetchEdges(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, BrokerOpts{})
+	const topic = "fetch-edges"
+	createTopic(t, b.Admin(t), topic, 1, nil)
+	cl := b.Client(t, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
+	produce := func(batch []byte) int64 {
+		t.Helper()
+		resp, err := cl.Request(ctxFor(t, 15*time.Second), produceRequest(produceVersion, -1, topic, 0, batch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := producePartitionResponse(resp)
+		if err != nil || p.ErrorCode != 0 {
+			t.Fatalf("produce: %s %v", kerrName(p.ErrorCode), err)
+		}
+		return p.BaseOffset
+	}
+	base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+	// Offsets 0..4, one batch, 10 KB each, timestamps base+0s .. base+4s except offset 3 at
+	// base+9s (the batch's max).
+	s := batchSpec{producerID: -1, timestamp: base}
+	for i := 0; i < 5; i++ {
+		d := int64(i) * 1000
+		if i == 3 {
+			d = 9000
+		}
+		s.records = append(s.records, kv{value: bytes.Repeat([]byte{byte('a' + i)}, 10<<10), tsDelta: d})
+	}
+	if off := produce(buildBatch(s)); off != 0 {
+		t.Fatalf("first batch stored at %d", off)
+	}
+	// A batch that claims base offset 1000 lands at the log end (5).
+	lying := batchSpec{producerID: -1, firstOffset: 1000, records: []kv{{value: []byte("x5")}, {value: []byte("x6")}}}
+	if off := produce(buildBatch(lying)); off != 5 {
+		t.Errorf("a batch whose header says base offset 1000 was stored at %d, want 5 (the log end)", off)
+	}
+
+	t.Run("max-bytes-below-batch", func(t *testing.T) {
+		got := consumeFrom(t, func(o ...kgo.Opt) *kgo.Client {
+			return b.Client(t, append(o, kgo.FetchMaxBytes(100), kgo.FetchMaxPartitionBytes(100))...)
+		}, topic, map[int32]kgo.Offset{0: kgo.NewOffset().At(0)}, 7, 30*time.Second)
+		for i, r := range got {
+			if r.Offset != int64(i) {
+				t.Errorf("record %d delivered at offset %d", i, r.Offset)
+			}
+		}
+		if string(got[5].Value) != "x5" || string(got[6].Value) != "x6" {
+			t.Errorf("offsets 5, 6 hold %q, %q; want x5, x6", got[5].Value, got[6].Value)
+		}
+	})
+	t.Run("out-of-range", func(t *testing.T) {
+		for _, off := range []int64{8, 1000} {
+			req := kmsg.NewPtrFetchRequest()
+			req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 100, 1, 1<<20
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, off, 1<<20, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctxFor(t, 15*time.Second), cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 1 {
+				t.Errorf("Fetch at %d with the log end at 7: %s, want %s", off, kerrName(p.ErrorCode), kerrName(1))
+			}
+		}
+	})
+	t.Run("timestamps-inside-a-batch", func(t *testing.T) {
+		adm := b.Admin(t)
+		ctx := ctxFor(t, 15*time.Second)
+		l, err := adm.ListOffsetsAfterMilli(ctx, base+1500, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := l.Lookup(topic, 0); o.Offset != 2 || o.Timestamp != base+2000 {
+			t.Errorf("ListOffsets at base+1.5s = offset %d timestamp %d, want offset 2 timestamp %d (inside the first batch)", o.Offset, o.Timestamp, base+2000)
+		}
+		l, err = adm.ListOffsetsAfterMilli(ctx, base+5000, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := l.Lookup(topic, 0); o.Offset != 3 {
+			t.Errorf("ListOffsets at base+5s = offset %d, want 3 (the first record with a timestamp at or after it)", o.Offset)
+		}
+		l, err = adm.ListMaxTimestampOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Offsets 5 and 6 were stamped now, later than every record of the first batch.
+		if o, _ := l.Lookup(topic, 0); o.Offset != 5 && o.Offset != 6 {
+			t.Errorf("ListOffsets max timestamp = offset %d, want 5 or 6 (the batch stamped now)", o.Offset)
+		}
+		// A topic holding only the first batch: its max timestamp is offset 3's, inside it.
+		createTopic(t, adm, "fetch-edges-one-batch", 1, nil)
+		resp, err := cl.Request(ctx, produceRequest(produceVersion, -1, "fetch-edges-one-batch", 0, buildBatch(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := producePartitionResponse(resp); err != nil || p.ErrorCode != 0 {
+			t.Fatalf("produce: %+v %v", p, err)
+		}
+		l, err = adm.ListMaxTimestampOffsets(ctx, "fetch-edges-one-batch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := l.Lookup("fetch-edges-one-batch", 0); o.Offset != 3 || o.Timestamp != base+9000 {
+			t.Errorf("ListOffsets max timestamp (-3) = offset %d timestamp %d, want offset 3 timestamp %d (the record with the largest timestamp, inside the batch)", o.Offset, o.Timestamp, base+9000)
+		}
+	})
 }

@@ -124,3 +124,94 @@ func TestFranzGoCompression(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordShapes: null and empty keys and values, headers and a record of ~900 KB
+// (under the default max.message.bytes) round-trip as they were produced.
+func TestRecordShapes(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, BrokerOpts{})
+	const topic = "shapes"
+	createTopic(t, b.Admin(t), topic, 1, nil)
+	prod := b.Client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(1<<20))
+	big := bytes.Repeat([]byte("0123456789abcdef"), 900<<10/16)
+	recs := []*kgo.Record{
+		{Key: nil, Value: []byte("null key")},
+		{Key: []byte{}, Value: []byte("empty key")},
+		{Key: []byte("null value"), Value: nil},
+		{Key: []byte("empty value"), Value: []byte{}},
+		{Key: []byte("headers"), Value: []byte("h"), Headers: []kgo.RecordHeader{{Key: "a", Value: []byte("1")}, {Key: "b", Value: nil}, {Key: "a", Value: []byte("2")}}},
+		{Key: []byte("big"), Value: big},
+	}
+	for i, r := range recs {
+		if err := prod.ProduceSync(ctxFor(t, 30*time.Second), r).FirstErr(); err != nil {
+			t.Fatalf("producing record %d: %v", i, err)
+		}
+	}
+	got := consumeFrom(t, func(o ...kgo.Opt) *kgo.Client { return b.Client(t, append(o, kgo.FetchMaxBytes(4<<20))...) },
+		topic, map[int32]kgo.Offset{0: kgo.NewOffset().At(0)}, len(recs), 30*time.Second)
+	nilness := func(b []byte) string {
+		if b == nil {
+			return "null"
+		}
+		return fmt.Sprintf("%d bytes", len(b))
+	}
+	for i, r := range got {
+		w := recs[i]
+		if (r.Key == nil) != (w.Key == nil) || !bytes.Equal(r.Key, w.Key) {
+			t.Errorf("offset %d: key %s %q, produced %s %q", i, nilness(r.Key), r.Key, nilness(w.Key), w.Key)
+		}
+		if (r.Value == nil) != (w.Value == nil) || !bytes.Equal(r.Value, w.Value) {
+			t.Errorf("offset %d: value %s, produced %s", i, nilness(r.Value), nilness(w.Value))
+		}
+		if len(r.Headers) != len(w.Headers) {
+			t.Errorf("offset %d: %d headers, produced %d", i, len(r.Headers), len(w.Headers))
+			continue
+		}
+		for j := range w.Headers {
+			if r.Headers[j].Key != w.Headers[j].Key || !bytes.Equal(r.Headers[j].Value, w.Headers[j].Value) || (r.Headers[j].Value == nil) != (w.Headers[j].Value == nil) {
+				t.Errorf("offset %d header %d: %q=%q, produced %q=%q", i, j, r.Headers[j].Key, r.Headers[j].Value, w.Headers[j].Key, w.Headers[j].Value)
+			}
+		}
+	}
+}
+
+// TestConcurrentProducers: several producers write to one partition at once; every
+// acknowledged offset is distinct and holds its record.
+func TestConcurrentProducers(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, BrokerOpts{})
+	const topic, producers, each = "concurrent", 4, 500
+	createTopic(t, b.Admin(t), topic, 1, nil)
+	var log ackLog
+	done := make(chan error, producers)
+	for p := 0; p < producers; p++ {
+		cl := b.Client(t, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+		go func() {
+			ctx := ctxFor(t, 60*time.Second)
+			for i := 0; i < each; i++ {
+				cl.Produce(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("p%d-%04d", p, i))}, log.callback)
+			}
+			done <- cl.Flush(ctx)
+		}()
+	}
+	for p := 0; p < producers; p++ {
+		if err := <-done; err != nil {
+			t.Fatalf("flush: %v", err)
+		}
+	}
+	acked, failed := log.snapshot()
+	if len(failed) > 0 {
+		t.Fatalf("%d records failed, first: %v", len(failed), failed[0])
+	}
+	seen := map[int64]string{}
+	for _, a := range acked {
+		if prev, dup := seen[a.Offset]; dup {
+			t.Errorf("offset %d acknowledged for both %q and %q", a.Offset, prev, a.Value)
+		}
+		seen[a.Offset] = a.Value
+	}
+	if e := endOffsets(t, b.Admin(t), topic)[0]; e != producers*each {
+		t.Errorf("end offset %d, want %d", e, producers*each)
+	}
+	checkAckedReadable(t, acked, consumeAll(t, b, topic, 1, producers*each))
+}

@@ -313,24 +313,6 @@ func (b *Broker) LogContains(s string) bool {
 	return bytes.Contains(raw, []byte(s))
 }
 
-// RSSKiB returns the resident set size of the running process.
-func (b *Broker) RSSKiB(t testing.TB) int64 {
-	t.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.PID()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			return n
-		}
-	}
-	t.Fatal("no VmRSS in /proc status")
-	return 0
-}
-
 func tailFile(path string, n int) string {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -464,6 +446,35 @@ func (b *Broker) Partition(t testing.TB, topic string, partition int32) Partitio
 		t.Fatalf("admin API /v1/partitions/%s/%d: %v in %s", topic, partition, err, raw)
 	}
 	return st
+}
+
+// Metric returns the value of one Prometheus sample from /metrics, matched by its name
+// and exact label set as rendered (for example `{partition="0",topic="t"}`); ok is false
+// when the sample is absent.
+func (b *Broker) Metric(t testing.TB, name, labels string) (v float64, ok bool) {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + b.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: HTTP %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	prefix := name + labels + " "
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, prefix) {
+			f, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, prefix)), 64)
+			if err != nil {
+				t.Fatalf("/metrics line %q: %v", line, err)
+			}
+			return f, true
+		}
+	}
+	return 0, false
 }
 
 // ---- external commands ----

@@ -53,7 +53,7 @@ type rawProducer struct {
 func (rp *rawProducer) batch(seq int32, n int, tag string) []byte {
 	s := batchSpec{producerID: rp.pid, producerEpoch: rp.epoch, firstSequence: seq}
 	for i := 0; i < n; i++ {
-		s.records = append(s.records, kv{nil, []byte(fmt.Sprintf("%s-seq%d", tag, seq+int32(i)))})
+		s.records = append(s.records, kv{value: []byte(fmt.Sprintf("%s-seq%d", tag, seq+int32(i)))})
 	}
 	return buildBatch(s)
 }

@@ -130,7 +130,10 @@ func (rc *rawConn) waitClosed(timeout time.Duration) ([]byte, error) {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-type kv struct{ key, value []byte }
+type kv struct {
+	key, value []byte
+	tsDelta    int64 // record timestamp = batch first timestamp + tsDelta
+}
 
 // batchSpec describes a RecordBatch v2 built by buildBatch.
 type batchSpec struct {
@@ -139,6 +142,14 @@ type batchSpec struct {
 	firstSequence int32
 	timestamp     int64 // ms; 0 means now
 	records       []kv
+
+	// For malformed batches: a base offset other than 0, attributes (compression bits),
+	// record bytes used instead of the encoded records, and a record count other than
+	// len(records).
+	firstOffset int64
+	attributes  int16
+	rawRecords  []byte
+	numRecords  *int32
 }
 
 // buildBatch encodes an uncompressed RecordBatch v2 with a correct length and CRC32C
@@ -149,23 +160,33 @@ func buildBatch(s batchSpec) []byte {
 		ts = time.Now().UnixMilli()
 	}
 	var recs []byte
+	maxTS := ts
 	for i, r := range s.records {
-		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value}
+		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value, TimestampDelta64: r.tsDelta}
 		enc := rec.AppendTo(nil)
 		rec.Length = int32(len(enc) - 1) // the zero length took one varint byte
 		recs = rec.AppendTo(recs)
+		maxTS = max(maxTS, ts+r.tsDelta)
+	}
+	if s.rawRecords != nil {
+		recs = s.rawRecords
+	}
+	num := int32(len(s.records))
+	if s.numRecords != nil {
+		num = *s.numRecords
 	}
 	rb := kmsg.RecordBatch{
-		FirstOffset:          0,
+		FirstOffset:          s.firstOffset,
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
+		Attributes:           s.attributes,
 		LastOffsetDelta:      int32(len(s.records) - 1),
 		FirstTimestamp:       ts,
-		MaxTimestamp:         ts,
+		MaxTimestamp:         maxTS,
 		ProducerID:           -1,
 		ProducerEpoch:        -1,
 		FirstSequence:        -1,
-		NumRecords:           int32(len(s.records)),
+		NumRecords:           num,
 		Records:              recs,
 	}
 	if s.producerID >= 0 {
@@ -181,7 +202,7 @@ func buildBatch(s batchSpec) []byte {
 func simpleBatch(prefix string, n int) []byte {
 	s := batchSpec{producerID: -1}
 	for i := 0; i < n; i++ {
-		s.records = append(s.records, kv{[]byte(fmt.Sprintf("k%d", i)), []byte(fmt.Sprintf("%s-%d", prefix, i))})
+		s.records = append(s.records, kv{key: []byte(fmt.Sprintf("k%d", i)), value: []byte(fmt.Sprintf("%s-%d", prefix, i))})
 	}
 	return buildBatch(s)
 }
