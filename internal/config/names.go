@@ -34,6 +34,20 @@ const (
 	ClusterWriteCachingDefault         = "write_caching_default"
 )
 
+// Cluster property names of the consumer group coordinator (internal/group).
+const (
+	ClusterGroupInitialRebalanceDelayMs  = "group.initial.rebalance.delay.ms"
+	ClusterGroupMaxSessionTimeoutMs      = "group.max.session.timeout.ms"
+	ClusterGroupMinSessionTimeoutMs      = "group.min.session.timeout.ms"
+	ClusterOffsetMetadataMaxBytes        = "offset.metadata.max.bytes"
+	ClusterOffsetsCommitTimeoutMs        = "offsets.commit.timeout.ms"
+	ClusterOffsetsRetentionCheckInterval = "offsets.retention.check.interval.ms"
+	ClusterOffsetsRetentionMinutes       = "offsets.retention.minutes"
+	ClusterOffsetsTopicNumPartitions     = "offsets.topic.num.partitions"
+	ClusterOffsetsTopicReplicationFactor = "offsets.topic.replication.factor"
+	ClusterOffsetsTopicSegmentBytes      = "offsets.topic.segment.bytes"
+)
+
 // Node property names.
 const (
 	NodeAdminAddr           = "admin.addr"

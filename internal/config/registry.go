@@ -155,6 +155,38 @@ func build() *registry {
 		"How often, in milliseconds, retention checks each partition for data to delete.",
 		"storage: retention schedule")
 
+	// Consumer group coordinator (internal/group) and its internal topic __consumer_offsets.
+	cluster(ClusterOffsetsTopicNumPartitions, numSpec(TypeInt, 1, 1000, false), "16",
+		"Partition count of __consumer_offsets; read only when the broker creates that topic (first start), since a group's partition is a hash of its id modulo this count and changing it later would move every group, so a later change has no effect.",
+		"broker: creation of __consumer_offsets")
+	cluster(ClusterOffsetsTopicReplicationFactor, numSpec(TypeShort, 1, math.MaxInt16, false), "3",
+		"Replication factor of __consumer_offsets, capped at the number of live brokers; read only when the broker creates that topic.",
+		"broker: creation of __consumer_offsets")
+	cluster(ClusterOffsetsTopicSegmentBytes, numSpec(TypeInt, 1024, math.MaxInt32, false), "104857600",
+		"segment.bytes of __consumer_offsets; read only when the broker creates that topic (change it afterwards on the topic itself).",
+		"broker: creation of __consumer_offsets")
+	cluster(ClusterOffsetsRetentionMinutes, numSpec(TypeInt, 1, math.MaxInt32, false), "10080",
+		"Committed offsets of a group are deleted (tombstoned) this many minutes after the group became empty, or after the commit for groups that never had members.",
+		"group: offset expiry")
+	cluster(ClusterOffsetsRetentionCheckInterval, numSpec(TypeLong, 1, math.MaxInt64, false), "600000",
+		"How often, in milliseconds, the group coordinator looks for expired offsets and empty groups to delete.",
+		"group: offset expiry schedule")
+	cluster(ClusterOffsetsCommitTimeoutMs, numSpec(TypeInt, 1, math.MaxInt32, false), "5000",
+		"How long, in milliseconds, an offset commit or group metadata write waits to become as durable as an acks=-1 write before it fails with COORDINATOR_NOT_AVAILABLE.",
+		"group: offset commit and group metadata writes")
+	cluster(ClusterOffsetMetadataMaxBytes, numSpec(TypeInt, 0, math.MaxInt32, false), "4096",
+		"Largest metadata string a committed offset may carry; a longer one gets OFFSET_METADATA_TOO_LARGE and is not stored.",
+		"group: OffsetCommit validation")
+	cluster(ClusterGroupMinSessionTimeoutMs, numSpec(TypeInt, 1, math.MaxInt32, false), "6000",
+		"Smallest session.timeout.ms a group member may ask for; a JoinGroup below it gets INVALID_SESSION_TIMEOUT.",
+		"group: JoinGroup validation")
+	cluster(ClusterGroupMaxSessionTimeoutMs, numSpec(TypeInt, 1, math.MaxInt32, false), "1800000",
+		"Largest session.timeout.ms a group member may ask for; a JoinGroup above it gets INVALID_SESSION_TIMEOUT.",
+		"group: JoinGroup validation")
+	cluster(ClusterGroupInitialRebalanceDelayMs, numSpec(TypeInt, 0, math.MaxInt32, false), "3000",
+		"How long, in milliseconds, the first rebalance of an empty group waits for more members to join (extended by each newcomer, up to the rebalance timeout) before it completes.",
+		"group: rebalance of an empty group")
+
 	// Node properties: fixed at `cairn start`.
 	node := func(name, flag string, s spec, def, defFrom, desc, enforcedBy string) {
 		add(Property{Name: name, Scope: ScopeNode, Type: s.typ, Default: def, Valid: s.valid,
@@ -278,6 +310,11 @@ func refusedList() []Refused {
 		{Name: "log.segment.delete.delay.ms", KafkaScope: "broker", Reason: "storage decides when files of deleted segments go; the delay is not configurable"},
 		{Name: "remote.log.*", KafkaScope: "broker", Reason: tiered},
 		{Name: "replica.lag.time.max.ms", KafkaScope: "broker", Reason: "the in-sync window is fixed at 30000 ms; changing it is not supported yet"},
+		{Name: "group.consumer.*", KafkaScope: "broker", Reason: "the KIP-848 consumer group protocol is not served; groups use the classic JoinGroup/SyncGroup protocol"},
+		{Name: "group.max.size", KafkaScope: "broker", Reason: "group size is not capped"},
+		{Name: "offsets.commit.required.acks", KafkaScope: "broker", Reason: "offset commits are always written with acks=-1"},
+		{Name: "offsets.load.buffer.size", KafkaScope: "broker", Reason: "the coordinator sizes its own reads when it replays __consumer_offsets"},
+		{Name: "offsets.topic.compression.codec", KafkaScope: "broker", Reason: "the coordinator writes __consumer_offsets uncompressed"},
 	}
 }
 

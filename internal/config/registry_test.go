@@ -70,9 +70,13 @@ func TestAcceptedProperties(t *testing.T) {
 		ScopeTopic: {"cleanup.policy", "compression.type", "flush.bytes", "flush.ms", "max.message.bytes",
 			"min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms", "write.caching"},
 		ScopeCluster: {"auto.create.topics.enable", "compression.type", "default.replication.factor",
+			"group.initial.rebalance.delay.ms", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
 			"log.cleanup.policy", "log.flush.interval.bytes", "log.flush.interval.ms", "log.retention.bytes",
 			"log.retention.check.interval.ms", "log.retention.ms", "log.roll.ms", "log.segment.bytes",
-			"message.max.bytes", "min.insync.replicas", "num.partitions", "write_caching_default"},
+			"message.max.bytes", "min.insync.replicas", "num.partitions",
+			"offset.metadata.max.bytes", "offsets.commit.timeout.ms", "offsets.retention.check.interval.ms",
+			"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+			"offsets.topic.segment.bytes", "write_caching_default"},
 		ScopeNode: {"admin.addr", "advertised.kafka.addr", "data.dir", "kafka.addr", "node.id", "rack", "rpc.addr", "seeds"},
 	}
 	got := map[Scope][]string{ScopeTopic: TopicPropertyNames(), ScopeCluster: ClusterPropertyNames(), ScopeNode: NodePropertyNames()}

@@ -122,6 +122,17 @@ func ResolveCluster(clusterOverrides map[string]string) ClusterConfig {
 		DefaultReplicationFactor: int16(mustInt(get(ClusterDefaultReplicationFactor))),
 		WriteCachingDefault:      get(ClusterWriteCachingDefault),
 		RetentionCheckMs:         mustInt(get(ClusterLogRetentionCheckIntervalMs)),
+
+		OffsetsTopicNumPartitions:     int32(mustInt(get(ClusterOffsetsTopicNumPartitions))),
+		OffsetsTopicReplicationFactor: int16(mustInt(get(ClusterOffsetsTopicReplicationFactor))),
+		OffsetsTopicSegmentBytes:      int32(mustInt(get(ClusterOffsetsTopicSegmentBytes))),
+		OffsetsRetentionMinutes:       mustInt(get(ClusterOffsetsRetentionMinutes)),
+		OffsetsRetentionCheckMs:       mustInt(get(ClusterOffsetsRetentionCheckInterval)),
+		OffsetsCommitTimeoutMs:        mustInt(get(ClusterOffsetsCommitTimeoutMs)),
+		OffsetMetadataMaxBytes:        int32(mustInt(get(ClusterOffsetMetadataMaxBytes))),
+		GroupMinSessionTimeoutMs:      mustInt(get(ClusterGroupMinSessionTimeoutMs)),
+		GroupMaxSessionTimeoutMs:      mustInt(get(ClusterGroupMaxSessionTimeoutMs)),
+		GroupInitialRebalanceDelayMs:  mustInt(get(ClusterGroupInitialRebalanceDelayMs)),
 	}
 }
 

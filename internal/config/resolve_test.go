@@ -85,17 +85,42 @@ func TestWriteCachingMatrix(t *testing.T) {
 }
 
 func TestResolveCluster(t *testing.T) {
-	want := ClusterConfig{AutoCreateTopics: true, NumPartitions: 1, DefaultReplicationFactor: 1,
-		WriteCachingDefault: "false", RetentionCheckMs: 300000}
+	want := withGroupDefaults(ClusterConfig{AutoCreateTopics: true, NumPartitions: 1, DefaultReplicationFactor: 1,
+		WriteCachingDefault: "false", RetentionCheckMs: 300000})
 	if got := ResolveCluster(nil); got != want {
 		t.Fatalf("defaults: got %+v", got)
 	}
 	got := ResolveCluster(map[string]string{"auto.create.topics.enable": "false", "num.partitions": "6",
 		"default.replication.factor": "3", "write_caching_default": "disabled", "log.retention.check.interval.ms": "1000"})
-	want = ClusterConfig{AutoCreateTopics: false, NumPartitions: 6, DefaultReplicationFactor: 3,
-		WriteCachingDefault: "disabled", RetentionCheckMs: 1000}
+	want = withGroupDefaults(ClusterConfig{AutoCreateTopics: false, NumPartitions: 6, DefaultReplicationFactor: 3,
+		WriteCachingDefault: "disabled", RetentionCheckMs: 1000})
 	if got != want {
 		t.Fatalf("overrides: got %+v", got)
+	}
+}
+
+// withGroupDefaults fills in the group coordinator's defaults.
+func withGroupDefaults(c ClusterConfig) ClusterConfig {
+	c.OffsetsTopicNumPartitions, c.OffsetsTopicReplicationFactor, c.OffsetsTopicSegmentBytes = 16, 3, 104857600
+	c.OffsetsRetentionMinutes, c.OffsetsRetentionCheckMs, c.OffsetsCommitTimeoutMs = 10080, 600000, 5000
+	c.OffsetMetadataMaxBytes = 4096
+	c.GroupMinSessionTimeoutMs, c.GroupMaxSessionTimeoutMs, c.GroupInitialRebalanceDelayMs = 6000, 1800000, 3000
+	return c
+}
+
+func TestResolveClusterGroups(t *testing.T) {
+	got := ResolveCluster(map[string]string{"offsets.topic.num.partitions": "4", "offsets.topic.replication.factor": "1",
+		"offsets.topic.segment.bytes": "2048", "offsets.retention.minutes": "5", "offsets.retention.check.interval.ms": "100",
+		"offsets.commit.timeout.ms": "250", "offset.metadata.max.bytes": "10", "group.min.session.timeout.ms": "10",
+		"group.max.session.timeout.ms": "20", "group.initial.rebalance.delay.ms": "0"})
+	want := withGroupDefaults(ClusterConfig{AutoCreateTopics: true, NumPartitions: 1, DefaultReplicationFactor: 1,
+		WriteCachingDefault: "false", RetentionCheckMs: 300000})
+	want.OffsetsTopicNumPartitions, want.OffsetsTopicReplicationFactor, want.OffsetsTopicSegmentBytes = 4, 1, 2048
+	want.OffsetsRetentionMinutes, want.OffsetsRetentionCheckMs, want.OffsetsCommitTimeoutMs = 5, 100, 250
+	want.OffsetMetadataMaxBytes = 10
+	want.GroupMinSessionTimeoutMs, want.GroupMaxSessionTimeoutMs, want.GroupInitialRebalanceDelayMs = 10, 20, 0
+	if got != want {
+		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 }
 

@@ -164,6 +164,18 @@ type ClusterConfig struct {
 	DefaultReplicationFactor int16
 	WriteCachingDefault      string
 	RetentionCheckMs         int64
+
+	// Consumer group coordinator and __consumer_offsets.
+	OffsetsTopicNumPartitions     int32
+	OffsetsTopicReplicationFactor int16
+	OffsetsTopicSegmentBytes      int32
+	OffsetsRetentionMinutes       int64
+	OffsetsRetentionCheckMs       int64
+	OffsetsCommitTimeoutMs        int64
+	OffsetMetadataMaxBytes        int32
+	GroupMinSessionTimeoutMs      int64
+	GroupMaxSessionTimeoutMs      int64
+	GroupInitialRebalanceDelayMs  int64
 }
 
 // NodeConfig is one node's effective, typed startup configuration.

@@ -104,6 +104,18 @@ var validationCases = map[string][]vcase{
 	},
 	"rpc.addr":   {ok("localhost:9093", "localhost:9093"), bad("9093", "not a host:port")},
 	"admin.addr": {ok(":9644", ":9644"), bad("::9644", "not a host:port")},
+	"offsets.topic.num.partitions": {
+		ok("16", "16"), ok("1", "1"), ok("1000", "1000"), bad("0", "out of range"), bad("1001", "out of range"),
+	},
+	"offsets.topic.replication.factor":    {ok("3", "3"), ok("1", "1"), bad("0", "out of range"), bad("32768", "out of range for a short")},
+	"offsets.topic.segment.bytes":         {ok("104857600", "104857600"), bad("1023", "out of range")},
+	"offsets.retention.minutes":           {ok("10080", "10080"), ok("1", "1"), bad("0", "out of range"), bad("-1", "out of range")},
+	"offsets.retention.check.interval.ms": {ok("600000", "600000"), bad("0", "out of range")},
+	"offsets.commit.timeout.ms":           {ok("5000", "5000"), bad("0", "out of range")},
+	"offset.metadata.max.bytes":           {ok("0", "0"), ok("4096", "4096"), bad("-1", "out of range")},
+	"group.min.session.timeout.ms":        {ok("6000", "6000"), ok("1", "1"), bad("0", "out of range")},
+	"group.max.session.timeout.ms":        {ok("1800000", "1800000"), bad("0", "out of range"), bad("x", "not a whole number")},
+	"group.initial.rebalance.delay.ms":    {ok("0", "0"), ok("3000", "3000"), bad("-1", "out of range")},
 	"advertised.kafka.addr": {
 		ok("", ""), ok("broker-1.example:9092", "broker-1.example:9092"),
 		bad(":9092", "host is empty"), bad("0.0.0.0:9092", "wildcard"), bad("[::]:9092", "wildcard"),
