@@ -74,7 +74,12 @@ func runMain(m *testing.M) int {
 
 // BrokerOpts configures startBroker.
 type BrokerOpts struct {
-	NodeID   int
+	NodeID int
+	// OmitNodeID leaves --node-id off the command line, so that the id comes from the
+	// environment or a --config file given in Env or Args.
+	OmitNodeID bool
+	// DataDir, when set, is used instead of a fresh temporary directory.
+	DataDir  string
 	LogLevel string   // default "info"
 	Args     []string // extra `cairn start` flags
 	Env      []string // extra environment, KEY=VALUE
@@ -123,7 +128,10 @@ func startBroker(t testing.TB, opts BrokerOpts) *Broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{t: t, opts: opts, DataDir: t.TempDir(), logPath: filepath.Join(logDir, "broker.log")}
+	b := &Broker{t: t, opts: opts, DataDir: opts.DataDir, logPath: filepath.Join(logDir, "broker.log")}
+	if b.DataDir == "" {
+		b.DataDir = t.TempDir()
+	}
 	// Registered first, so it runs last: after the broker stopped, keep the log (and print
 	// its tail) only when the test failed.
 	t.Cleanup(func() {
@@ -174,14 +182,17 @@ func (b *Broker) launch() error {
 	}
 	fmt.Fprintf(logf, "=== e2e: start #%d of node %d (kafka %s, admin %s) at %s ===\n",
 		b.starts, b.opts.NodeID, b.KafkaAddr, b.AdminAddr, time.Now().Format(time.RFC3339Nano))
-	args := []string{"start",
-		"--node-id", strconv.Itoa(b.opts.NodeID),
+	args := []string{"start"}
+	if !b.opts.OmitNodeID {
+		args = append(args, "--node-id", strconv.Itoa(b.opts.NodeID))
+	}
+	args = append(args,
 		"--data-dir", b.DataDir,
 		"--kafka-addr", b.KafkaAddr,
 		"--admin-addr", b.AdminAddr,
 		"--rpc-addr", b.RPCAddr,
 		"--log-level", b.opts.LogLevel,
-	}
+	)
 	args = append(args, b.opts.Args...)
 	cmd := exec.Command(cairnBin, args...)
 	cmd.Stdout = logf

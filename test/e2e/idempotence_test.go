@@ -124,6 +124,23 @@ func TestRawIdempotentProduce(t *testing.T) {
 		t.Errorf("end offset %d after the rejected gap batch, want 5", e)
 	}
 
+	// A new producer's first batch must start at sequence 0.
+	iresp2, err := init.RequestWith(ctxFor(t, 15*time.Second), cl)
+	if err != nil || iresp2.ErrorCode != 0 {
+		t.Fatalf("second InitProducerId: %v %s", err, kerrName(iresp2.ErrorCode))
+	}
+	if iresp2.ProducerID == rp.pid {
+		t.Errorf("two InitProducerId calls without a transactional id returned the same producer id %d", rp.pid)
+	}
+	fresh := &rawProducer{t: t, cl: cl, topic: topic, pid: iresp2.ProducerID, epoch: iresp2.ProducerEpoch}
+	if p := fresh.send(fresh.batch(7, 1, "fresh")); p.ErrorCode != 45 && p.ErrorCode != 59 {
+		t.Errorf("a new producer's first batch at sequence 7: %s base offset %d, want %s or %s",
+			kerrName(p.ErrorCode), p.BaseOffset, kerrName(45), kerrName(59))
+	}
+	if e := end(); e != 5 {
+		t.Errorf("end offset %d after the refused first batch at sequence 7, want 5", e)
+	}
+
 	b.Restart()
 	expect("second batch again after a clean restart", rp.send(b1), 0, 3)
 	b2 := rp.batch(5, 4, "a")

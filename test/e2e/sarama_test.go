@@ -154,3 +154,43 @@ func TestSaramaAdmin(t *testing.T) {
 		t.Errorf("ListTopics after DeleteTopic still lists %s", topic)
 	}
 }
+
+// TestSaramaIdempotent: sarama's idempotent producer (InitProducerId, sequence numbers)
+// with the async producer, read back by franz-go.
+func TestSaramaIdempotent(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, BrokerOpts{})
+	const topic, n = "sarama-idem", 400
+	createTopic(t, b.Admin(t), topic, 2, nil)
+	cfg := saramaConfig()
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Flush.Messages = 50
+	cfg.Producer.Flush.Frequency = 5 * time.Millisecond
+	prod, err := sarama.NewAsyncProducer([]string{b.KafkaAddr}, cfg)
+	if err != nil {
+		t.Fatalf("sarama.NewAsyncProducer (idempotent): %v", err)
+	}
+	defer prod.Close()
+	go func() {
+		for i := 0; i < n; i++ {
+			prod.Input() <- &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprintf("key-%d", i%7)), Value: sarama.StringEncoder(fmt.Sprintf("value-%04d", i))}
+		}
+	}()
+	var acked []ackedRecord
+	timeout := time.After(60 * time.Second)
+	for len(acked) < n {
+		select {
+		case m := <-prod.Successes():
+			k, _ := m.Key.Encode()
+			v, _ := m.Value.Encode()
+			acked = append(acked, ackedRecord{m.Partition, m.Offset, string(k), string(v)})
+		case e := <-prod.Errors():
+			t.Fatalf("idempotent sarama producer: %v", e.Err)
+		case <-timeout:
+			t.Fatalf("%d of %d acknowledged within 60s", len(acked), n)
+		}
+	}
+	checkPerPartitionOrder(t, acked)
+	checkAckedReadable(t, acked, consumeAll(t, b, topic, 2, n))
+}
