@@ -198,6 +198,7 @@ func (b *Broker) launch() error {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Env = append(os.Environ(), b.opts.Env...)
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err

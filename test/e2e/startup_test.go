@@ -114,6 +114,7 @@ func TestStartRefusals(t *testing.T) {
 			"--kafka-addr", freeAddr(t), "--admin-addr", adminAddr, "--rpc-addr", freeAddr(t))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
+		dieWithTest(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
