@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"testing"
 	"time"
 
@@ -463,6 +464,114 @@ func TestBadAdminRequests(t *testing.T) {
 		bad := createReq("validated-rf3", 2, 3, true)
 		if bad.ErrorCode != 38 {
 			t.Errorf("CreateTopics validate_only with replication factor 3: %s, want %s", kerrName(bad.ErrorCode), kerrName(38))
+		}
+	})
+	t.Run("create-topics-refusals", func(t *testing.T) {
+		createTopic(t, adm, "exists", 1, nil)
+		for _, c := range []struct {
+			name  string
+			parts int32
+			want  int16
+			what  string
+		}{
+			{"exists", 1, 36, "a topic that exists"},
+			{"bad/name", 1, 17, "a name with '/'"},
+			{"..", 1, 17, "the name '..'"},
+			{strings.Repeat("x", 250), 1, 17, "a 250-character name"},
+			{"zero-partitions", 0, 37, "0 partitions"},
+		} {
+			r := createReq(c.name, c.parts, 1, false)
+			if r.ErrorCode != c.want {
+				t.Errorf("CreateTopics with %s: %s, want %s", c.what, kerrName(r.ErrorCode), kerrName(c.want))
+			}
+			if c.want != 36 && topicExists(c.name) {
+				t.Errorf("CreateTopics with %s was refused but the topic exists", c.what)
+			}
+		}
+		// An invalid value of a known property.
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "bad-config-value", 1, 1
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = "retention.ms", kmsg.StringPtr("soon")
+		rt.Configs = append(rt.Configs, cfg)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctxFor(t, 15*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resp.Topics[0]; r.ErrorCode != 40 {
+			t.Errorf("CreateTopics with retention.ms=soon: %s, want %s", kerrName(r.ErrorCode), kerrName(40))
+		}
+		if topicExists("bad-config-value") {
+			t.Errorf("CreateTopics with retention.ms=soon was refused but the topic exists")
+		}
+	})
+	t.Run("unknown-topic-admin", func(t *testing.T) {
+		dt := kmsg.NewPtrDeleteTopicsRequest()
+		dt.TimeoutMillis = 10000
+		dt.TopicNames = []string{"never-created"}
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr("never-created")
+		dt.Topics = append(dt.Topics, rt)
+		resp, err := dt.RequestWith(ctxFor(t, 15*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 3 {
+			t.Errorf("DeleteTopics never-created: %+v, want %s", resp.Topics, kerrName(3))
+		}
+		dc := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "never-created"
+		dc.Resources = append(dc.Resources, res)
+		dresp, err := dc.RequestWith(ctxFor(t, 15*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dresp.Resources) != 1 || dresp.Resources[0].ErrorCode != 3 {
+			t.Errorf("DescribeConfigs never-created: %+v, want %s", dresp.Resources, kerrName(3))
+		}
+		if topicExists("never-created") {
+			t.Errorf("admin requests about an unknown topic created it")
+		}
+	})
+	t.Run("alter-configs-replaces", func(t *testing.T) {
+		// The legacy AlterConfigs sets the topic's whole config: what it leaves out reverts
+		// to the default.
+		ms, bytes := "3600000", "5000000"
+		createTopic(t, adm, "replaced", 1, map[string]*string{"retention.ms": &ms, "retention.bytes": &bytes})
+		req := kmsg.NewPtrAlterConfigsRequest()
+		res := kmsg.NewAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "replaced"
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "retention.bytes", kmsg.StringPtr("6000000")
+		res.Configs = append(res.Configs, c)
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctxFor(t, 15*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("AlterConfigs replaced: %+v", resp.Resources)
+		}
+		rcs, err := adm.DescribeTopicConfigs(ctxFor(t, 15*time.Second), "replaced")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, _ := rcs.On("replaced", nil)
+		for _, c := range rc.Configs {
+			switch c.Key {
+			case "retention.bytes":
+				if c.MaybeValue() != "6000000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+					t.Errorf("after AlterConfigs retention.bytes=6000000: %s = %q (%v)", c.Key, c.MaybeValue(), c.Source)
+				}
+			case "retention.ms":
+				if c.Source == kmsg.ConfigSourceDynamicTopicConfig || c.MaybeValue() == ms {
+					t.Errorf("after an AlterConfigs that left retention.ms out, it is still %q (%v); want the default", c.MaybeValue(), c.Source)
+				}
+			}
 		}
 	})
 	t.Run("create-partitions-decrease", func(t *testing.T) {

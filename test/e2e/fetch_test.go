@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,6 +228,36 @@ func TestDeleteRecords(t *testing.T) {
 	if len(got) == 0 || got[0].Offset != 7 || string(got[0].Value) != "dr-7" {
 		t.Errorf("consumer from the start after DeleteRecords begins at %+v, want offset 7 (dr-7)", got[0])
 	}
+	// Fetching below the log start is out of range; deleting past the end is refused;
+	// deleting up to -1 means up to the high watermark.
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 100, 1, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 3, 1<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	fr, err := req.RequestWith(ctxFor(t, 15*time.Second), b.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := fr.Topics[0].Partitions[0]; p.ErrorCode != 1 {
+		t.Errorf("Fetch at 3 below the log start 7: %s, want %s", kerrName(p.ErrorCode), kerrName(1))
+	}
+	var past kadm.Offsets
+	past.Add(kadm.Offset{Topic: topic, Partition: 0, At: 25})
+	resps, err = adm.DeleteRecords(ctxFor(t, 15*time.Second), past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := resps.On(topic, 0, nil); r.Err == nil || !strings.Contains(r.Err.Error(), "OFFSET_OUT_OF_RANGE") {
+		t.Errorf("DeleteRecords before 25 with the high watermark at 20: %v, want OFFSET_OUT_OF_RANGE", r.Err)
+	}
+	if o := startOffsets(t, adm, topic)[0]; o != 7 {
+		t.Errorf("after a refused DeleteRecords the log start is %d, want 7", o)
+	}
+
 	// The earliest offset survives a restart.
 	b.Restart()
 	if o := startOffsets(t, adm, topic)[0]; o != 7 {
