@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/group"
 	"github.com/cairn-io/cairn/internal/partition"
 	"github.com/cairn-io/cairn/internal/storage"
 )
@@ -83,6 +84,7 @@ type Broker struct {
 	mu     sync.RWMutex
 	meta   *metadata
 	topics map[string]*topic
+	groups *group.Coordinator // set once at start
 
 	stop chan struct{}
 	done chan struct{}
@@ -119,6 +121,10 @@ func New(cfg Config) (*Broker, error) {
 			b.Close()
 			return nil, err
 		}
+	}
+	if err := b.startGroups(); err != nil {
+		b.Close()
+		return nil, err
 	}
 	go b.retentionLoop()
 	return b, nil
@@ -177,6 +183,9 @@ func (b *Broker) Close() error {
 	default:
 	}
 	close(b.stop)
+	if b.groups != nil {
+		b.groups.Close() // before the partitions it writes to
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var wg sync.WaitGroup
@@ -375,6 +384,9 @@ func (b *Broker) DeleteTopic(name string) *Error {
 	if !ok {
 		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	}
+	if name == group.OffsetsTopic {
+		return errorf(kerr.InvalidTopicException, "%s is an internal topic that holds consumer group state; it cannot be deleted", name)
+	}
 	delete(b.meta.Topics, name)
 	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
 		b.meta.Topics[name] = &topicMeta{Name: name, ID: t.info.ID, Partitions: t.info.Partitions, ReplicationFactor: t.info.ReplicationFactor}
@@ -400,6 +412,8 @@ func (b *Broker) CreatePartitions(name string, count int32, validateOnly bool) *
 	}
 	cur := t.info.Partitions
 	switch {
+	case name == group.OffsetsTopic:
+		return errorf(kerr.InvalidPartitions, "%s keeps the partition count it was created with: groups hash onto its partitions", name)
 	case count < cur:
 		return errorf(kerr.InvalidPartitions, "topic %q has %d partitions; the count may only increase", name, cur)
 	case count == cur:

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cairn-io/cairn/internal/group"
 	"github.com/cairn-io/cairn/internal/partition"
 )
 
@@ -53,6 +54,10 @@ func handleProduce(s *Server, ctx context.Context, kreq kmsg.Request) respondFun
 	for i, rt := range req.Topics {
 		for j, rpart := range rt.Partitions {
 			out := &resp.Topics[i].Partitions[j]
+			if rt.Topic == group.OffsetsTopic {
+				out.ErrorCode, out.ErrorMessage = kerr.InvalidTopicException.Code, strPtr(rt.Topic+" is internal: only the group coordinator writes it")
+				continue
+			}
 			p, kerrv := s.b.Partition(rt.Topic, rpart.Partition)
 			if kerrv != nil {
 				out.ErrorCode, out.ErrorMessage = kerrv.Code, errMsg(kerrv, "")

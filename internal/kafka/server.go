@@ -178,7 +178,7 @@ func (s *Server) serveConn(c net.Conn) {
 		s.metrics.ConnectionOpened()
 		defer s.metrics.ConnectionClosed()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(withClientHost(context.Background(), c.RemoteAddr()))
 	defer cancel()
 	defer c.Close()
 
@@ -201,6 +201,9 @@ func (s *Server) serveConn(c net.Conn) {
 	var sizeBuf [4]byte
 	for {
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+			// The connection is gone: responses still waiting (a JoinGroup in a long
+			// rebalance, a long-poll fetch) have no one to go to, so stop their waits.
+			cancel()
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
@@ -314,7 +317,7 @@ func (s *Server) handleFrame(ctx context.Context, frame []byte) (*pending, error
 	if err := req.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("decoding %s v%d: %w", kmsg.NameForKey(hdr.apiKey), hdr.apiVersion, err)
 	}
-	respond := api.handle(s, ctx, req)
+	respond := api.handle(s, withClientID(ctx, hdr.clientID), req)
 	slot.respond = respond
 	return slot, nil
 }

@@ -1,0 +1,439 @@
+package kafka
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/group"
+)
+
+// The consumer group APIs translate requests into calls on the node's group coordinator
+// (internal/group) and its answers back into responses; version differences are resolved
+// here. JoinGroup and SyncGroup answer once the rebalance gets that far, which the
+// coordinator bounds by the rebalance timeout; everything else answers at once, except
+// writes to __consumer_offsets, which answer once they are as durable as acks=-1.
+
+const (
+	coordinatorKeyGroup       = 0
+	coordinatorKeyTransaction = 1
+)
+
+func handleFindCoordinator(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	find := func(key string) (nodeID int32, host string, port int32, err *kerr.Error, msg string) {
+		switch req.CoordinatorType {
+		case coordinatorKeyGroup:
+			bi, kerrv := s.b.GroupCoordinator(key)
+			if kerrv != nil {
+				return -1, "", -1, kerrv, "the consumer offsets topic is not available yet"
+			}
+			return bi.NodeID, bi.Host, bi.Port, nil, ""
+		case coordinatorKeyTransaction:
+			return -1, "", -1, kerr.InvalidRequest, "transactions are not supported yet: there is no transaction coordinator"
+		default:
+			return -1, "", -1, kerr.InvalidRequest, "unknown coordinator key type"
+		}
+	}
+	if req.Version >= 4 {
+		for _, key := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key = key
+			var err *kerr.Error
+			var msg string
+			c.NodeID, c.Host, c.Port, err, msg = find(key)
+			c.ErrorCode, c.ErrorMessage = errCode(err), errMsg(err, msg)
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return respond(resp)
+	}
+	var err *kerr.Error
+	var msg string
+	resp.NodeID, resp.Host, resp.Port, err, msg = find(req.CoordinatorKey)
+	resp.ErrorCode, resp.ErrorMessage = errCode(err), errMsg(err, msg)
+	return respond(resp)
+}
+
+func handleJoinGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.JoinGroupRequest)
+	jr := group.JoinRequest{
+		Group:                  req.Group,
+		MemberID:               req.MemberID,
+		InstanceID:             req.InstanceID,
+		ClientID:               clientID(ctx),
+		ClientHost:             clientHost(ctx),
+		ProtocolType:           req.ProtocolType,
+		SessionTimeout:         time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
+		RebalanceTimeout:       time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
+		RequireKnownMemberID:   req.Version >= 4,
+		SupportsSkipAssignment: req.Version >= 9,
+	}
+	if req.Version == 0 {
+		jr.RebalanceTimeout = jr.SessionTimeout
+	}
+	if req.Version < 5 {
+		jr.InstanceID = nil
+	}
+	if req.Reason != nil {
+		jr.Reason = *req.Reason
+	}
+	for _, p := range req.Protocols {
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	ch := s.b.Groups().Join(jr)
+	return func(ctx context.Context) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		var r group.JoinResult
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			r = group.JoinResult{Err: kerr.RebalanceInProgress, MemberID: req.MemberID, Generation: -1}
+		}
+		resp.ErrorCode = errCode(r.Err)
+		resp.Generation = r.Generation
+		resp.ProtocolType = r.ProtocolType
+		resp.Protocol = r.Protocol
+		if req.Version < 7 && resp.Protocol == nil {
+			resp.Protocol = strPtr("") // not nullable before v7
+		}
+		resp.LeaderID = r.Leader
+		resp.MemberID = r.MemberID
+		resp.SkipAssignment = r.SkipAssignment
+		for _, m := range r.Members {
+			rm := kmsg.NewJoinGroupResponseMember()
+			rm.MemberID, rm.InstanceID, rm.ProtocolMetadata = m.MemberID, m.InstanceID, m.Metadata
+			resp.Members = append(resp.Members, rm)
+		}
+		return resp
+	}
+}
+
+func handleSyncGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.SyncGroupRequest)
+	sr := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
+	if req.Version >= 3 {
+		sr.InstanceID = req.InstanceID
+	}
+	if req.Version >= 5 {
+		sr.ProtocolType, sr.Protocol = req.ProtocolType, req.Protocol
+	}
+	for _, a := range req.GroupAssignment {
+		sr.Assignments = append(sr.Assignments, group.Assignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
+	}
+	ch := s.b.Groups().Sync(sr)
+	return func(ctx context.Context) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		var r group.SyncResult
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			r = group.SyncResult{Err: kerr.RebalanceInProgress}
+		}
+		resp.ErrorCode = errCode(r.Err)
+		resp.ProtocolType, resp.Protocol = r.ProtocolType, r.Protocol
+		resp.MemberAssignment = r.Assignment
+		if resp.MemberAssignment == nil {
+			resp.MemberAssignment = []byte{}
+		}
+		return resp
+	}
+}
+
+func handleHeartbeat(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	var instance *string
+	if req.Version >= 3 {
+		instance = req.InstanceID
+	}
+	resp.ErrorCode = errCode(s.b.Groups().Heartbeat(req.Group, req.MemberID, instance, req.Generation))
+	return respond(resp)
+}
+
+func handleLeaveGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.LeaveGroupRequest)
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	var members []group.LeaveMember
+	if req.Version < 3 {
+		members = []group.LeaveMember{{MemberID: req.MemberID}}
+	} else {
+		for _, m := range req.Members {
+			lm := group.LeaveMember{MemberID: m.MemberID, InstanceID: m.InstanceID}
+			if m.Reason != nil {
+				lm.Reason = *m.Reason
+			}
+			members = append(members, lm)
+		}
+	}
+	top, per := s.b.Groups().Leave(req.Group, members)
+	if req.Version < 3 {
+		if top == nil && len(per) == 1 {
+			top = per[0]
+		}
+		resp.ErrorCode = errCode(top)
+		return respond(resp)
+	}
+	resp.ErrorCode = errCode(top)
+	if top == nil {
+		for i, m := range req.Members {
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.MemberID, rm.InstanceID = m.MemberID, m.InstanceID
+			rm.ErrorCode = errCode(per[i])
+			resp.Members = append(resp.Members, rm)
+		}
+	}
+	return respond(resp)
+}
+
+func handleOffsetCommit(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	cr := group.CommitRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation, RetentionMs: -1}
+	if req.Version == 0 {
+		cr.Generation, cr.MemberID = -1, ""
+	}
+	if req.Version >= 2 && req.Version <= 4 {
+		cr.RetentionMs = req.RetentionTimeMillis
+	}
+	if req.Version >= 7 {
+		cr.InstanceID = req.InstanceID
+	}
+	for _, t := range req.Topics {
+		ct := group.CommitTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			cp := group.CommitPartition{Partition: p.Partition, Offset: p.Offset, LeaderEpoch: -1, Metadata: p.Metadata, TimestampMs: -1}
+			if req.Version >= 6 {
+				cp.LeaderEpoch = p.LeaderEpoch
+			}
+			if req.Version == 1 {
+				cp.TimestampMs = p.Timestamp
+			}
+			ct.Partitions = append(ct.Partitions, cp)
+		}
+		cr.Topics = append(cr.Topics, ct)
+	}
+	wait := s.b.Groups().Commit(cr)
+	return func(context.Context) kmsg.Response {
+		errs := wait()
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for i, t := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for j, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = errCode(errs[i][j])
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+}
+
+func handleOffsetFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	co := s.b.Groups()
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			out := kmsg.NewOffsetFetchResponseGroup()
+			out.Group = rg.Group
+			var topics []group.FetchTopic
+			if rg.Topics != nil {
+				topics = []group.FetchTopic{}
+				for _, t := range rg.Topics {
+					topics = append(topics, group.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+				}
+			}
+			fetched, err := co.FetchOffsets(rg.Group, topics)
+			out.ErrorCode = errCode(err)
+			for _, ft := range groupFetched(fetched) {
+				t := kmsg.NewOffsetFetchResponseGroupTopic()
+				t.Topic = ft[0].Topic
+				for _, f := range ft {
+					p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = f.Partition, f.Offset, f.LeaderEpoch, strPtr(f.Metadata)
+					t.Partitions = append(t.Partitions, p)
+				}
+				out.Topics = append(out.Topics, t)
+			}
+			resp.Groups = append(resp.Groups, out)
+		}
+		return respond(resp)
+	}
+	var topics []group.FetchTopic
+	// v0-1 always name topics; from v2 a null list asks for every committed offset.
+	if req.Topics != nil || req.Version < 2 {
+		topics = []group.FetchTopic{}
+		for _, t := range req.Topics {
+			topics = append(topics, group.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	fetched, err := co.FetchOffsets(req.Group, topics)
+	if err != nil {
+		if req.Version >= 2 {
+			resp.ErrorCode = err.Code
+			return respond(resp)
+		}
+		// v0-1 have no request-level error: report it on every partition.
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, err.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return respond(resp)
+	}
+	for _, ft := range groupFetched(fetched) {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = ft[0].Topic
+		for _, f := range ft {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = f.Partition, f.Offset, f.LeaderEpoch, strPtr(f.Metadata)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return respond(resp)
+}
+
+// groupFetched splits fetched offsets into runs of one topic, in order.
+func groupFetched(fs []group.FetchedOffset) [][]group.FetchedOffset {
+	var out [][]group.FetchedOffset
+	for i, f := range fs {
+		if i == 0 || f.Topic != fs[i-1].Topic {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], f)
+	}
+	return out
+}
+
+func handleListGroups(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	var states []string
+	if req.Version >= 4 {
+		states = req.StatesFilter
+	}
+	list, err := s.b.Groups().ListGroups(states)
+	resp.ErrorCode = errCode(err)
+	for _, l := range list {
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupState = l.Group, l.ProtocolType, l.State.String()
+		resp.Groups = append(resp.Groups, g)
+	}
+	return respond(resp)
+}
+
+// groupAuthorizedOperations is what DescribeGroups reports when asked: with no
+// authorizer, every group operation (READ 3, DESCRIBE 8, DELETE 6).
+const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8
+
+func handleDescribeGroups(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		d := s.b.Groups().DescribeGroup(id)
+		g := kmsg.NewDescribeGroupsResponseGroup()
+		g.Group, g.ErrorCode = id, errCode(d.Err)
+		g.State, g.ProtocolType, g.Protocol = d.State.String(), d.ProtocolType, d.Protocol
+		g.AuthorizedOperations = unrequestedAuthorizedOperations
+		if req.IncludeAuthorizedOperations {
+			g.AuthorizedOperations = groupAuthorizedOperations
+		}
+		for _, m := range d.Members {
+			rm := kmsg.NewDescribeGroupsResponseGroupMember()
+			rm.MemberID, rm.InstanceID, rm.ClientID, rm.ClientHost = m.MemberID, m.InstanceID, m.ClientID, m.ClientHost
+			rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
+			g.Members = append(g.Members, rm)
+		}
+		resp.Groups = append(resp.Groups, g)
+	}
+	return respond(resp)
+}
+
+func handleDeleteGroups(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	wait := s.b.Groups().DeleteGroups(req.Groups)
+	return func(context.Context) kmsg.Response {
+		errs := wait()
+		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+		for i, id := range req.Groups {
+			g := kmsg.NewDeleteGroupsResponseGroup()
+			g.Group, g.ErrorCode = id, errCode(errs[i])
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp
+	}
+}
+
+func handleOffsetDelete(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.OffsetDeleteRequest)
+	var topics []group.FetchTopic
+	for _, t := range req.Topics {
+		ft := group.FetchTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			ft.Partitions = append(ft.Partitions, p.Partition)
+		}
+		topics = append(topics, ft)
+	}
+	top, wait := s.b.Groups().DeleteOffsets(req.Group, topics)
+	return func(context.Context) kmsg.Response {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = errCode(top)
+		if top != nil {
+			return resp
+		}
+		errs := wait()
+		for i, t := range req.Topics {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for j, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, errCode(errs[i][j])
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+}
+
+type clientIDKey struct{}
+type clientHostKey struct{}
+
+func withClientID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, clientIDKey{}, id)
+}
+
+func withClientHost(ctx context.Context, addr net.Addr) context.Context {
+	host := ""
+	if addr != nil {
+		host = addr.String()
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+	}
+	return context.WithValue(ctx, clientHostKey{}, "/"+host)
+}
+
+// clientID is the client id of the request's header.
+func clientID(ctx context.Context) string {
+	s, _ := ctx.Value(clientIDKey{}).(string)
+	return s
+}
+
+// clientHost is the connection's peer as Kafka reports it ("/127.0.0.1").
+func clientHost(ctx context.Context) string {
+	s, _ := ctx.Value(clientHostKey{}).(string)
+	return s
+}
