@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/sys/unix"
 
 	"github.com/cairn-io/cairn/internal/admin"
 	"github.com/cairn-io/cairn/internal/broker"
@@ -125,6 +127,11 @@ func runBroker(node config.NodeConfig, logLevel string) error {
 	lg := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(lg)
 
+	unlock, err := lockDataDir(node.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	b, err := broker.New(broker.Config{
 		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
 		RPCAddr: node.RPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
@@ -177,4 +184,22 @@ func runBroker(node config.NodeConfig, logLevel string) error {
 	}
 	lg.Info("stopped; data flushed and files closed")
 	return runErr
+}
+
+// lockDataDir takes an exclusive lock on the data folder for the life of the process, so a
+// second broker started on the same folder fails at once instead of corrupting the first's
+// files. The kernel drops the lock when the process dies, even by kill -9.
+func lockDataDir(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating data folder: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening data folder lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data folder %s is in use by another cairn process: %w", dir, err)
+	}
+	return func() { f.Close() }, nil
 }

@@ -88,6 +88,8 @@ type Broker struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// retentionKick wakes the retention loop when its interval changes at run time.
+	retentionKick chan struct{}
 }
 
 // New loads the node's metadata and opens every local partition.
@@ -101,7 +103,7 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.AdvertisedKafkaAddr == "" {
 		cfg.AdvertisedKafkaAddr = cfg.KafkaAddr
 	}
-	b := &Broker{cfg: cfg, fs: cfg.FS, lg: cfg.Logger, topics: make(map[string]*topic), stop: make(chan struct{}), done: make(chan struct{})}
+	b := &Broker{cfg: cfg, fs: cfg.FS, lg: cfg.Logger, topics: make(map[string]*topic), stop: make(chan struct{}), done: make(chan struct{}), retentionKick: make(chan struct{}, 1)}
 	if err := b.fs.MkdirAll(filepath.Join(cfg.DataDir, "topics"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating data folder: %w", err)
 	}
@@ -519,6 +521,10 @@ func (b *Broker) SetClusterConfig(overrides map[string]string) *Error {
 	for name := range b.topics {
 		b.applyTopicConfigLocked(name)
 	}
+	select {
+	case b.retentionKick <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -561,6 +567,10 @@ func (b *Broker) retentionLoop() {
 		case <-b.stop:
 			t.Stop()
 			return
+		case <-b.retentionKick:
+			// The interval changed: re-arm with the new one instead of waiting out the old.
+			t.Stop()
+			continue
 		case <-t.C:
 		}
 		b.EnforceRetention()

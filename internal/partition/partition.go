@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,8 +89,10 @@ func Open(opts Options) (*Partition, error) {
 	}
 	cfg := opts.Config
 	p.cfg.Store(&cfg)
-	p.epoch = int32(max(opts.Log.LastTerm(), 1))
 	if err := p.rebuildProducers(); err != nil {
+		return nil, err
+	}
+	if err := p.beginEpoch(); err != nil {
 		return nil, err
 	}
 	end := p.log.LogEndOffset()
@@ -104,6 +107,25 @@ func Open(opts Options) (*Partition, error) {
 	p.bounds.LastVisible = p.visibleLocked(&cfg)
 	go p.flushLoop()
 	return p, nil
+}
+
+// beginEpoch starts a new leader epoch, as a Raft leader does on election: it appends an
+// internal entry at term last+1 (it takes no Kafka offset) and makes it durable. Each start
+// therefore raises the epoch, so a client holding the old one is fenced (KIP-320) and
+// refreshes its view of the partition.
+func (p *Partition) beginEpoch() error {
+	term := p.log.LastTerm() + 1
+	if term > math.MaxInt32 {
+		return errors.New("partition: leader epoch overflow")
+	}
+	if err := p.log.Append([]storage.Entry{{Index: p.log.LastIndex() + 1, Term: term, Type: storage.EntryInternal}}); err != nil {
+		return err
+	}
+	if err := p.log.Flush(); err != nil {
+		return err
+	}
+	p.epoch = int32(term)
+	return nil
 }
 
 // Topic and ID name the partition.

@@ -352,3 +352,28 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 		t.Fatalf("%d fsyncs for %d acks=-1 requests: group commit is not sharing them", n, writers*each)
 	}
 }
+
+func TestEachOpenStartsANewEpoch(t *testing.T) {
+	h := newHarness(t, defaultConfig())
+	first := h.p.LeaderEpoch()
+	h.produce(kafkatest.Plain(2, 1000).Bytes(), -1)
+	h.reopen()
+	second := h.p.LeaderEpoch()
+	if second <= first {
+		t.Fatalf("epoch %d after reopen, was %d", second, first)
+	}
+	if r := h.p.Fetch(0, 1<<20, first); r.Err != kerr.FencedLeaderEpoch {
+		t.Fatalf("a fetch with the previous epoch must be fenced: %+v", r)
+	}
+	// The epoch's internal entry takes no offset: the next batch follows the last record.
+	if r := h.produce(kafkatest.Plain(1, 1000).Bytes(), -1); r.BaseOffset != 2 {
+		t.Fatalf("offset after a new epoch: %d", r.BaseOffset)
+	}
+	if ep, end := h.p.EpochEndOffset(first); ep != first || end != 2 {
+		t.Fatalf("EpochEndOffset(%d) = %d, %d; want %d, 2", first, ep, end, first)
+	}
+	b := h.p.Fetch(2, 1<<20, second)
+	if hdr, _ := ParseBatchHeader(b.Records); hdr.LeaderEpoch != second {
+		t.Fatalf("stored batch carries epoch %d, want %d", hdr.LeaderEpoch, second)
+	}
+}
