@@ -400,6 +400,9 @@ func (b *Broker) DeleteTopic(name string) *Error {
 			b.lg.Error("removing partition data", "topic", name, "partition", p.ID(), "err", err)
 		}
 	}
+	if b.groups != nil {
+		go b.groups.DeleteTopicOffsets(name) // not under b.mu: see the lock order in groups.go
+	}
 	b.lg.Info("deleted topic", "topic", name)
 	return nil
 }

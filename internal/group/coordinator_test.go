@@ -552,3 +552,21 @@ func TestPartitionForMatchesKafka(t *testing.T) {
 		t.Errorf("negative hash: %d", got)
 	}
 }
+
+func TestDeletedTopicLosesItsOffsets(t *testing.T) {
+	e := newEnv(t)
+	for _, g := range []string{"g1", "g2"} {
+		wantErr(t, "commit", e.commit(simpleCommit(g, "orders", 2, 8))[0][0], nil)
+		wantErr(t, "commit", e.commit(simpleCommit(g, "audit", 0, 4))[0][0], nil)
+	}
+	e.c.DeleteTopicOffsets("orders")
+	for _, g := range []string{"g1", "g2"} {
+		if e.fetched(g, "orders", 2) != -1 || e.fetched(g, "audit", 0) != 4 {
+			t.Fatalf("%s after deleting orders: %d %d", g, e.fetched(g, "orders", 2), e.fetched(g, "audit", 0))
+		}
+	}
+	e.reload()
+	if e.fetched("g1", "orders", 2) != -1 || e.fetched("g1", "audit", 0) != 4 {
+		t.Fatal("after reload")
+	}
+}

@@ -443,3 +443,35 @@ func (c *Coordinator) expireLocked(now time.Time, cfg config.ClusterConfig) {
 		g.markDeleted(expired, base)
 	}
 }
+
+// DeleteTopicOffsets removes every group's committed offsets for a topic that was deleted,
+// with tombstones, as Kafka does, so that a topic created again under the same name does
+// not inherit them. Groups left empty with no offsets go at the next expiry check.
+func (c *Coordinator) DeleteTopicOffsets(topic string) {
+	cfg := c.cfg()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	for _, g := range c.groups {
+		var tps []tp
+		for _, k := range g.allOffsetKeys() {
+			if k.topic == topic {
+				tps = append(tps, k)
+			}
+		}
+		if len(tps) == 0 {
+			continue
+		}
+		recs := g.deleteOffsetsLocked(tps)
+		id := g.id
+		base := c.writeLocked(g.shard, recs, cfg, func(err *kerr.Error) {
+			if err != nil {
+				c.lg.Warn("writing tombstones for a deleted topic's offsets failed", "group", id, "topic", topic, "err", err.Message)
+			}
+		})
+		g.markDeleted(tps, base)
+		c.lg.Info("deleted offsets of a deleted topic", "group", id, "topic", topic, "offsets", len(tps))
+	}
+}
