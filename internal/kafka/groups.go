@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"time"
@@ -82,7 +83,8 @@ func handleJoinGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondF
 		jr.Reason = *req.Reason
 	}
 	for _, p := range req.Protocols {
-		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+		// Copies: the coordinator keeps these, and must not pin the request's frame.
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	ch := s.b.Groups().Join(jr)
 	return func(ctx context.Context) kmsg.Response {
@@ -122,7 +124,7 @@ func handleSyncGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondF
 		sr.ProtocolType, sr.Protocol = req.ProtocolType, req.Protocol
 	}
 	for _, a := range req.GroupAssignment {
-		sr.Assignments = append(sr.Assignments, group.Assignment{MemberID: a.MemberID, Assignment: a.MemberAssignment})
+		sr.Assignments = append(sr.Assignments, group.Assignment{MemberID: a.MemberID, Assignment: bytes.Clone(a.MemberAssignment)})
 	}
 	ch := s.b.Groups().Sync(sr)
 	return func(ctx context.Context) kmsg.Response {
