@@ -11,13 +11,18 @@ import (
 
 // Batch describes a RecordBatch v2 to build.
 type Batch struct {
-	Values        [][]byte // one record per value
-	Keys          [][]byte // optional, same length as Values
+	Values        [][]byte // one record per value; a nil value is a null value (a tombstone)
+	Keys          [][]byte // optional, same length as Values; a nil key is a null key
 	Timestamp     int64    // first timestamp; record i gets Timestamp+i
 	ProducerID    int64    // -1 for a non-idempotent batch
 	ProducerEpoch int16
 	BaseSequence  int32
 	Attributes    int16
+	// Codec compresses the records and sets the attributes' codec bits (CodecNone: none).
+	Codec Codec
+	// XerialSnappy frames CodecSnappy data as the Java client's xerial stream does,
+	// instead of one raw snappy block.
+	XerialSnappy bool
 }
 
 // Plain returns a non-idempotent batch of n records "v0".."vN-1" at timestamp ts.
@@ -41,11 +46,16 @@ func (b Batch) Bytes() []byte {
 		recs = binary.AppendVarint(recs, int64(len(body)))
 		recs = append(recs, body...)
 	}
+	attrs := b.Attributes
+	if b.Codec != CodecNone {
+		recs = Compress(b.Codec, recs, b.XerialSnappy)
+		attrs = attrs&^0x7 | int16(b.Codec)
+	}
 	rb := kmsg.RecordBatch{
 		FirstOffset:          0,
 		PartitionLeaderEpoch: -1,
 		Magic:                2,
-		Attributes:           b.Attributes,
+		Attributes:           attrs,
 		LastOffsetDelta:      int32(len(b.Values) - 1),
 		FirstTimestamp:       b.Timestamp,
 		MaxTimestamp:         b.Timestamp + int64(len(b.Values)-1),

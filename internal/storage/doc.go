@@ -6,7 +6,7 @@
 //
 // It must never: import a package above it (raft, partition, broker, kafka); touch a file
 // except through FS; serve a byte whose CRC32C it has not checked; report a flushed
-// boundary beyond what an fsync has covered; renumber a Kafka offset.
+// boundary beyond what an fsync has covered; renumber a Kafka offset or a Raft index.
 //
 // # Files
 //
@@ -15,6 +15,7 @@
 //	00000000000000000001.log         segment, named by the Raft index of its first entry (20 digits)
 //	00000000000000000001.index       sparse offset index + segment summary (closed segments only)
 //	00000000000000000001.timeindex   sparse time index (closed segments only)
+//	00000000000000000001.log.tmp     compacted copy of a segment being written (see Compaction)
 //	log-start-offset.checkpoint      persisted log start offset (DeleteRecords)
 //
 // Segments are named by first Raft index rather than by base offset because internal
@@ -27,14 +28,17 @@
 //
 //	header: magic "CAIRNSEG" | version u32 (=1) | header size u32 (=64) | base index u64 |
 //	        base offset i64 | prev term u64 (term of entry base index-1) | created unix ms i64 |
-//	        12 reserved bytes | CRC32C u32 of the first 60 bytes
+//	        cleaned unix ms i64 (when compaction first rewrote the segment; 0: never) |
+//	        4 reserved bytes | CRC32C u32 of the first 60 bytes
 //	entry:  length u32 (bytes after this field) | CRC32C u32 | index u64 | term u64 |
 //	        type u8 | payload
 //
 // The entry CRC32C (Castagnoli) covers the length field and every byte after the CRC field
 // (index, term, type, payload). A data entry's payload is exactly one Kafka RecordBatch v2,
 // stored with its baseOffset and partitionLeaderEpoch fields already set, so Fetch serves
-// the bytes as they are. An internal entry's payload is opaque and may be empty.
+// the bytes as they are. An internal entry's payload is opaque and may be empty. A data
+// entry always takes lastOffsetDelta+1 Kafka offsets, however many records its batch still
+// holds after compaction (NumRecords <= lastOffsetDelta+1; 0 for an emptied batch).
 //
 // Because the header carries the base index, base offset and previous term, an empty
 // segment (a fresh log, or one truncated to nothing) fully describes where the log stands.
@@ -71,6 +75,9 @@
 // the index sequence, lowers the term, or is not a well-formed RecordBatch v2 at the expected
 // offset ends the log; the file is truncated there and every later segment is removed.
 // Everything that survives is fsynced before Open returns, so FlushedIndex = LastIndex.
+// "Well-formed" is about the batch header (length, magic, lastOffsetDelta, base offset),
+// never the record count, so compacted and emptied batches recover like any other. Any
+// file ending in ".tmp" is a leftover of an interrupted write and is removed.
 //
 // A stored entry that fails its CRC32C in a closed segment that Open trusted (bit rot) is
 // reported as ErrCorrupt by any read that has to pass over it; the batches before it are
@@ -81,5 +88,50 @@
 // Append is serialized by the caller (an internal mutex enforces it). Reads, Flush and the
 // getters may run concurrently with Append. Flush does its fsyncs without holding the
 // log's main lock (group commit). TruncateSuffix, AdvanceLogStart, EnforceRetention, Reset,
-// Close and Delete serialize with Flush.
+// Close and Delete serialize with Flush. Compact rounds serialize with each other; a round
+// reads and writes without any of the log's locks and takes the flush lock only to swap a
+// compacted segment in, so it runs alongside everything else. A segment that leaves the
+// log while a round reads it (retention, truncation, Reset, Close) ends the round.
+//
+// # Compaction
+//
+// Compact (cleanup.policy compact) keeps, for every key, only its record with the highest
+// offset, and removes records without a key. Only closed segments that are flushed, have
+// their index files, and lie wholly below CompactOptions.UpTo (the committed offset) take
+// part; the active segment never does. Each round maps every key in those segments to its
+// latest offset (128-bit hashes of the keys: some 30 to 60 bytes of memory per distinct key),
+// then rewrites, oldest first, each segment that has something to remove.
+//
+// Offsets and Raft indexes never change. A rewritten entry keeps its index, term and type;
+// its batch keeps every header field (base offset, partition leader epoch, lastOffsetDelta,
+// first and max timestamp, producer id, epoch, base sequence) and the surviving records
+// byte for byte, compressed again with the batch's codec (and, for snappy, its framing);
+// NumRecords, the length and the CRC are recomputed. A batch whose records all go stays as
+// an empty batch: the 61-byte header, NumRecords 0, no codec. Empty batches are never
+// dropped, so the Raft log stays dense, producer state (rebuilt from batch headers) is
+// unchanged, and every segment's index, offset, term and timestamp boundaries stay as they
+// were. A read at a removed offset returns the batch that held it, so the first record a
+// client gets is the next surviving one. Control and transactional batches, and batches
+// whose records cannot be decoded (or inflate beyond 256 MiB), are kept as they are.
+//
+// Tombstones (a keyed record with a null value) delete their key: older records of it go
+// like any superseded record. The tombstone itself goes once it is older than
+// delete.retention.ms, measured from the segment's cleaned time in its header: when
+// compaction first rewrote the segment. The tombstone's own timestamp, set by the
+// producer, is not used. A tombstone therefore lives at least delete.retention.ms past
+// the first round after its segment closed. Because segments are rewritten oldest first
+// and a round stops at its first failure, the older records of a key are gone from disk
+// before any round can remove its tombstone.
+//
+// A segment is swapped in as follows, each step durable before the next: the compacted
+// copy is written to "<base>.log.tmp" and fsynced; the old index files are removed; the
+// temporary file is renamed over "<base>.log"; the new index files are written. A crash
+// leaves the old or the new .log, never index files describing the other one (without
+// them Open rescans the segment), and Open removes a leftover temporary file. Readers
+// that were reading the old file finish on it (it stays open, unlinked), and it is closed
+// after them.
+//
+// A round is skipped, without reading anything, when no segment in range is new, no log
+// truncation happened, the retention is unchanged and no kept tombstone has become due
+// since the last round. After a restart the first round reads everything again.
 package storage

@@ -71,6 +71,9 @@ type segHeader struct {
 	baseOffset int64
 	prevTerm   uint64
 	createdMs  int64
+	// cleanedMs is when compaction first rewrote the segment (unix ms); 0 if it never
+	// has. Tombstones in the segment are kept until delete.retention.ms after it.
+	cleanedMs int64
 }
 
 func encodeSegHeader(h segHeader) []byte {
@@ -82,6 +85,7 @@ func encodeSegHeader(h segHeader) []byte {
 	be.PutUint64(b[24:32], uint64(h.baseOffset))
 	be.PutUint64(b[32:40], h.prevTerm)
 	be.PutUint64(b[40:48], uint64(h.createdMs))
+	be.PutUint64(b[48:56], uint64(h.cleanedMs))
 	be.PutUint32(b[60:64], crc32.Checksum(b[:60], castagnoli))
 	return b
 }
@@ -97,8 +101,9 @@ func decodeSegHeader(b []byte) (segHeader, bool) {
 		baseOffset: int64(be.Uint64(b[24:32])),
 		prevTerm:   be.Uint64(b[32:40]),
 		createdMs:  int64(be.Uint64(b[40:48])),
+		cleanedMs:  int64(be.Uint64(b[48:56])),
 	}
-	if h.baseIndex == 0 || h.baseOffset < 0 {
+	if h.baseIndex == 0 || h.baseOffset < 0 || h.cleanedMs < 0 {
 		return segHeader{}, false
 	}
 	return h, true

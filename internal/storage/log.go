@@ -40,6 +40,7 @@ type Log struct {
 	flushedBytes  int64 // appendedBytes as of the start of the last completed flush
 	totalSize     int64
 	dirGen        uint64 // bumped on every change to the directory's entries
+	truncGen      uint64 // bumped by TruncateSuffix and Reset (compaction notices them)
 	closed        bool
 	failed        error // sticky: an I/O error left the files in an unknown state
 
@@ -48,6 +49,8 @@ type Log struct {
 
 	// guarded by appendMu
 	wbuf []byte
+
+	compaction compactState
 }
 
 // Open opens (creating if needed) the log in opts.Dir and recovers it: it keeps the

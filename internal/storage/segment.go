@@ -37,6 +37,7 @@ type segment struct {
 	baseOffset int64
 	prevTerm   uint64
 	createdMs  int64
+	cleanedMs  int64 // see segHeader; a compacted segment is a new *segment
 	f          File
 
 	// ioMu is held (shared) by readers doing file I/O without the log's mu, and
@@ -66,6 +67,7 @@ func newSegment(h segHeader, f File) *segment {
 		baseOffset: h.baseOffset,
 		prevTerm:   h.prevTerm,
 		createdMs:  h.createdMs,
+		cleanedMs:  h.cleanedMs,
 		f:          f,
 		size:       segHeaderSize,
 		lastIndex:  h.baseIndex - 1,

@@ -30,6 +30,7 @@ func (l *Log) TruncateSuffix(fromIndex uint64) error {
 		l.mu.Unlock()
 		return ErrCompacted
 	}
+	l.truncGen++
 	k := l.segmentByIndex(fromIndex)
 	s := l.segs[k]
 	removed := append([]*segment(nil), l.segs[k+1:]...)
@@ -380,6 +381,7 @@ func (l *Log) Reset(nextIndex, prevTerm uint64, nextOffset int64) error {
 		o.ioMu.Lock()
 	}
 	l.segs = []*segment{s}
+	l.truncGen++
 	l.runs = nil
 	l.lso = nextOffset
 	l.flushedIndex = nextIndex - 1
