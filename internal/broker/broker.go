@@ -580,11 +580,15 @@ func (b *Broker) retentionLoop() {
 	}
 }
 
-// EnforceRetention applies every topic's retention.ms and retention.bytes once.
+// EnforceRetention applies every topic's retention.ms and retention.bytes once, and runs
+// a compaction round on every partition whose cleanup.policy includes compact.
 func (b *Broker) EnforceRetention() {
 	for _, p := range b.Partitions() {
 		if err := p.EnforceRetention(); err != nil {
 			b.lg.Error("retention", "topic", p.Topic(), "partition", p.ID(), "err", err)
+		}
+		if err := p.Compact(); err != nil {
+			b.lg.Error("compaction", "topic", p.Topic(), "partition", p.ID(), "err", err)
 		}
 	}
 }

@@ -113,9 +113,10 @@ func splitList(v string) ([]string, bool) {
 	return items, true
 }
 
-// cleanupPolicySpec accepts only "delete" until compaction exists.
+// cleanupPolicySpec accepts delete, compact or both, in any order and case, and returns
+// the canonical "delete", "compact" or "compact,delete".
 func cleanupPolicySpec() spec {
-	const valid = `delete ("compact" is refused until compaction is implemented)`
+	const valid = "delete, compact, compact,delete"
 	return spec{typ: TypeList, valid: valid, check: func(name, v string) (string, error) {
 		items, ok := splitList(v)
 		if !ok {
@@ -124,14 +125,22 @@ func cleanupPolicySpec() spec {
 		if len(items) == 0 {
 			return "", invalid(name, v, valid, "at least one policy is required")
 		}
+		var compact, del bool
 		for _, it := range items {
 			switch strings.ToLower(it) {
 			case "delete":
+				del = true
 			case "compact":
-				return "", refusedValue(name, strings.TrimSpace(v), "log compaction is not implemented yet, so only \"delete\" is accepted")
+				compact = true
 			default:
 				return "", invalid(name, v, valid, fmt.Sprintf("unknown cleanup policy %q", it))
 			}
+		}
+		switch {
+		case compact && del:
+			return "compact,delete", nil
+		case compact:
+			return "compact", nil
 		}
 		return "delete", nil
 	}}
@@ -146,7 +155,7 @@ func compressionSpec() spec {
 		case "producer":
 			return "producer", nil
 		case "uncompressed", "none", "gzip", "snappy", "lz4", "zstd":
-			return "", refusedValue(name, t, "Cairn stores every batch exactly as the producer sent it and never recompresses, so only \"producer\" is accepted")
+			return "", refusedValue(name, t, "Cairn keeps every batch in the codec the producer chose and never converts it to another, so only \"producer\" is accepted")
 		}
 		return "", invalid(name, v, valid, "unknown compression type")
 	}}

@@ -4,6 +4,7 @@ package config
 const (
 	TopicCleanupPolicy     = "cleanup.policy"
 	TopicCompressionType   = "compression.type"
+	TopicDeleteRetentionMs = "delete.retention.ms"
 	TopicFlushBytes        = "flush.bytes"
 	TopicFlushMs           = "flush.ms"
 	TopicMaxMessageBytes   = "max.message.bytes"
@@ -20,6 +21,7 @@ const (
 	ClusterAutoCreateTopicsEnable      = "auto.create.topics.enable"
 	ClusterCompressionType             = "compression.type"
 	ClusterDefaultReplicationFactor    = "default.replication.factor"
+	ClusterLogCleanerDeleteRetentionMs = "log.cleaner.delete.retention.ms"
 	ClusterLogCleanupPolicy            = "log.cleanup.policy"
 	ClusterLogFlushIntervalBytes       = "log.flush.interval.bytes"
 	ClusterLogFlushIntervalMs          = "log.flush.interval.ms"

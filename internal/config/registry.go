@@ -93,10 +93,13 @@ func build() *registry {
 
 	// Topic properties and the cluster properties that supply their defaults.
 	add(topicPair(TopicCleanupPolicy, ClusterLogCleanupPolicy, cleanupPolicySpec(), "delete",
-		"What retention does with old data: delete removes whole segments by retention.ms and retention.bytes.",
-		"storage: retention")...)
+		"What happens to old data: delete removes whole segments by retention.ms and retention.bytes; compact keeps only the latest record of each key (every record needs a key; tombstones go after delete.retention.ms); compact,delete does both.",
+		"storage: retention and compaction; partition: produce validation (keys on compacted topics)")...)
+	add(topicPair(TopicDeleteRetentionMs, ClusterLogCleanerDeleteRetentionMs, numSpec(TypeLong, 0, math.MaxInt64, false), "86400000",
+		"In a compacted topic, how long in milliseconds a tombstone (a record with a null value) is kept after compaction first rewrote its segment, so consumers reading from the start within that time see the deletion.",
+		"storage: compaction's tombstone removal")...)
 	add(topicPair(TopicCompressionType, ClusterCompressionType, compressionSpec(), "producer",
-		"Compression of stored batches: producer keeps each batch exactly as the producer compressed it.",
+		"Compression of stored batches: producer keeps each batch in the codec the producer chose (compaction rewrites a batch with that same codec).",
 		"storage: batches stored and served as produced")...)
 	add(topicPair(TopicRetentionMs, ClusterLogRetentionMs, numSpec(TypeLong, 1, math.MaxInt64, true), "604800000",
 		"Time-based retention: data older than this many milliseconds is deleted, a whole segment at a time; -1 keeps data regardless of age.",
@@ -152,8 +155,8 @@ func build() *registry {
 		"Replication factor of topics created without one (auto-created, or CreateTopics with -1).",
 		"controller: topic creation")
 	cluster(ClusterLogRetentionCheckIntervalMs, numSpec(TypeLong, 1, math.MaxInt64, false), "300000",
-		"How often, in milliseconds, retention checks each partition for data to delete.",
-		"storage: retention schedule")
+		"How often, in milliseconds, retention checks each partition for data to delete and compaction for records to remove.",
+		"storage: retention and compaction schedule")
 
 	// Consumer group coordinator (internal/group) and its internal topic __consumer_offsets.
 	cluster(ClusterOffsetsTopicNumPartitions, numSpec(TypeInt, 1, 1000, false), "16",
@@ -246,7 +249,8 @@ func build() *registry {
 
 func refusedList() []Refused {
 	const (
-		compaction = "log compaction is not implemented yet"
+		compaction = "compaction considers every closed, committed segment at each log.retention.check.interval.ms; its pacing is not configurable"
+		recompress = "compaction recompresses a batch it rewrites at its codec's default level; the level is not configurable"
 		tiered     = "Cairn has no tiered storage"
 		timestamps = "Cairn keeps producer timestamps and does not check or rewrite them against broker time yet"
 		throttle   = "replication throttling is not implemented"
@@ -257,10 +261,9 @@ func refusedList() []Refused {
 			Msg:    "min.insync.racks is not enforced until rack-aware replication lands; refused rather than ignored"},
 
 		// Topic properties.
-		{Name: "compression.gzip.level", KafkaScope: "topic", Reason: "batches are never recompressed, so a level would have no effect"},
-		{Name: "compression.lz4.level", KafkaScope: "topic", Reason: "batches are never recompressed, so a level would have no effect"},
-		{Name: "compression.zstd.level", KafkaScope: "topic", Reason: "batches are never recompressed, so a level would have no effect"},
-		{Name: "delete.retention.ms", KafkaScope: "topic", Reason: compaction + ", so there are no tombstones to reap"},
+		{Name: "compression.gzip.level", KafkaScope: "topic", Reason: recompress},
+		{Name: "compression.lz4.level", KafkaScope: "topic", Reason: recompress},
+		{Name: "compression.zstd.level", KafkaScope: "topic", Reason: recompress},
 		{Name: "file.delete.delay.ms", KafkaScope: "topic", Reason: "storage decides when files of deleted segments go; the delay is not configurable"},
 		{Name: "flush.messages", KafkaScope: "topic", Reason: "Cairn flushes by bytes and time (flush.bytes, flush.ms), not by message count"},
 		{Name: "follower.replication.throttled.replicas", KafkaScope: "topic", Reason: throttle},
@@ -288,7 +291,7 @@ func refusedList() []Refused {
 		// Broker properties.
 		{Name: "follower.replication.throttled.rate", KafkaScope: "broker", Reason: throttle},
 		{Name: "leader.replication.throttled.rate", KafkaScope: "broker", Reason: throttle},
-		{Name: "log.cleaner.*", KafkaScope: "broker", Reason: compaction},
+		{Name: "log.cleaner.*", KafkaScope: "broker", Reason: "the log cleaner's threads, buffers, I/O limits and ratios are not configurable: " + compaction + " (log.cleaner.delete.retention.ms is accepted)"},
 		{Name: "log.flush.interval.messages", KafkaScope: "broker", Reason: "Cairn flushes by bytes and time (log.flush.interval.bytes, log.flush.interval.ms), not by message count"},
 		{Name: "log.flush.scheduler.interval.ms", KafkaScope: "broker", Reason: "flushes are driven by each partition's own flush.ms timer, not a global scheduler"},
 		{Name: "log.index.interval.bytes", KafkaScope: "broker", Reason: "storage chooses the spacing of its sparse offset index"},
@@ -321,9 +324,7 @@ func refusedList() []Refused {
 // refusedValues lists values of accepted properties that are refused, for the docs.
 func refusedValues() []RefusedValue {
 	return []RefusedValue{
-		{Name: TopicCleanupPolicy + ", " + ClusterLogCleanupPolicy, Values: "compact, compact,delete",
-			Reason: "log compaction is not implemented yet"},
 		{Name: TopicCompressionType + " (topic and cluster)", Values: "uncompressed, none, gzip, snappy, lz4, zstd",
-			Reason: "Cairn stores each batch exactly as the producer sent it and never recompresses"},
+			Reason: "Cairn keeps each batch in the codec the producer chose and never converts it to another"},
 	}
 }

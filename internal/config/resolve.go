@@ -97,6 +97,7 @@ func ResolveTopic(topicOverrides, clusterOverrides map[string]string) TopicConfi
 	}
 	return TopicConfig{
 		CleanupPolicy:     get(TopicCleanupPolicy),
+		DeleteRetentionMs: mustInt(get(TopicDeleteRetentionMs)),
 		RetentionMs:       mustInt(get(TopicRetentionMs)),
 		RetentionBytes:    mustInt(get(TopicRetentionBytes)),
 		SegmentBytes:      mustInt(get(TopicSegmentBytes)),

@@ -7,7 +7,7 @@ import (
 )
 
 func TestResolveTopicDefaults(t *testing.T) {
-	want := TopicConfig{CleanupPolicy: "delete", RetentionMs: 604800000, RetentionBytes: -1,
+	want := TopicConfig{CleanupPolicy: "delete", DeleteRetentionMs: 86400000, RetentionMs: 604800000, RetentionBytes: -1,
 		SegmentBytes: 1 << 30, SegmentMs: 604800000, MaxMessageBytes: 1048588, WriteCaching: false,
 		FlushMs: 100, FlushBytes: 262144, MinInsyncReplicas: 1}
 	if got := ResolveTopic(nil, nil); got != want {
@@ -22,7 +22,7 @@ func TestResolveTopicPrecedence(t *testing.T) {
 		"log.flush.interval.bytes": "7000", "min.insync.replicas": "2", "log.cleanup.policy": "delete",
 	}
 	got := ResolveTopic(nil, cluster)
-	want := TopicConfig{CleanupPolicy: "delete", RetentionMs: 1000, RetentionBytes: 2000, SegmentBytes: 4096,
+	want := TopicConfig{CleanupPolicy: "delete", DeleteRetentionMs: 86400000, RetentionMs: 1000, RetentionBytes: 2000, SegmentBytes: 4096,
 		SegmentMs: 3000, MaxMessageBytes: 5000, FlushMs: 6, FlushBytes: 7000, MinInsyncReplicas: 2}
 	if got != want {
 		t.Fatalf("cluster overrides:\n got %+v\nwant %+v", got, want)
@@ -32,7 +32,7 @@ func TestResolveTopicPrecedence(t *testing.T) {
 		"max.message.bytes": "0", "flush.ms": "0", "flush.bytes": "1", "min.insync.replicas": "3",
 	}
 	got = ResolveTopic(topic, cluster)
-	want = TopicConfig{CleanupPolicy: "delete", RetentionMs: -1, RetentionBytes: -1, SegmentBytes: 8192,
+	want = TopicConfig{CleanupPolicy: "delete", DeleteRetentionMs: 86400000, RetentionMs: -1, RetentionBytes: -1, SegmentBytes: 8192,
 		SegmentMs: 1, MaxMessageBytes: 0, FlushMs: 0, FlushBytes: 1, MinInsyncReplicas: 3}
 	if got != want {
 		t.Fatalf("topic overrides:\n got %+v\nwant %+v", got, want)

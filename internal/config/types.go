@@ -145,7 +145,8 @@ type Value struct {
 
 // TopicConfig is a topic's effective, typed configuration.
 type TopicConfig struct {
-	CleanupPolicy     string
+	CleanupPolicy     string // canonical: "delete", "compact" or "compact,delete"
+	DeleteRetentionMs int64
 	RetentionMs       int64
 	RetentionBytes    int64
 	SegmentBytes      int64

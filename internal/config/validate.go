@@ -116,6 +116,9 @@ func LookupRefused(name string) (Refused, bool) {
 			return r, true
 		}
 	}
+	if lookupAny(name) != nil {
+		return Refused{}, false // an accepted property under a refused prefix (log.cleaner.delete.retention.ms)
+	}
 	for _, r := range reg.refused {
 		if r.matches(name) {
 			return r, true

@@ -20,14 +20,14 @@ func bad(in, why string) vcase { return vcase{in: in, bad: why} }
 var validationCases = map[string][]vcase{
 	"cleanup.policy": {
 		ok("delete", "delete"), ok(" Delete ", "delete"), ok("delete,delete", "delete"),
-		bad("compact", "compaction is not implemented yet"),
-		bad("compact,delete", "compaction is not implemented yet"),
-		bad("delete, compact", "refused rather than silently ignored"),
+		ok("compact", "compact"), ok("COMPACT,compact", "compact"), ok("compact,delete", "compact,delete"),
+		ok("delete, compact", "compact,delete"), ok("Delete,Compact,delete", "compact,delete"),
 		bad("", "at least one policy"), bad("delete,", "empty item"), bad("purge", "unknown cleanup policy"),
+		bad("compact,purge", "valid values: delete, compact, compact,delete"),
 	},
 	"compression.type": {
 		ok("producer", "producer"), ok("PRODUCER", "producer"),
-		bad("gzip", "never recompresses"), bad("zstd", "refused"), bad("uncompressed", "refused"),
+		bad("gzip", "codec the producer chose"), bad("zstd", "refused"), bad("uncompressed", "refused"),
 		bad("none", "refused"), bad("brotli", "unknown compression type"), bad("", "unknown"),
 	},
 	"retention.ms": {
@@ -35,6 +35,10 @@ var validationCases = map[string][]vcase{
 		ok("9223372036854775807", "9223372036854775807"),
 		bad("0", "out of range"), bad("-2", "out of range"), bad("9223372036854775808", "out of range for a long"),
 		bad("1.5", "not a whole number"), bad("1e3", "not a whole number"), bad("", "not a whole number"), bad("abc", "valid values: -1 (unlimited) or >= 1"),
+	},
+	"delete.retention.ms": {
+		ok("0", "0"), ok("86400000", "86400000"), ok("9223372036854775807", "9223372036854775807"),
+		bad("-1", "out of range"), bad("1.5", "not a whole number"), bad("", "valid values: >= 0"),
 	},
 	"retention.bytes": {
 		ok("-1", "-1"), ok("1", "1"), ok("1073741824", "1073741824"),
@@ -222,7 +226,9 @@ func TestNameErrors(t *testing.T) {
 		{ScopeTopic, "message.downconversion.enable", []string{"never down-converts"}},
 		{ScopeTopic, "local.retention.ms", []string{"tiered storage"}},
 		{ScopeTopic, "local.retention.bytes", []string{"tiered storage"}},
-		{ScopeTopic, "min.compaction.lag.ms", []string{"compaction is not implemented yet"}},
+		{ScopeTopic, "min.compaction.lag.ms", []string{"does not enforce", "pacing is not configurable"}},
+		{ScopeTopic, "log.cleaner.delete.retention.ms", []string{"is a cluster property", "on a topic, set delete.retention.ms"}},
+		{ScopeCluster, "delete.retention.ms", []string{"topic property"}},
 		{ScopeCluster, "log.cleaner.enable", []string{"log.cleaner.enable is a Kafka broker property", "compaction"}},
 		{ScopeCluster, "log.cleaner.threads", []string{"compaction"}},
 		{ScopeCluster, "remote.log.storage.system.enable", []string{"tiered storage"}},

@@ -128,10 +128,11 @@ func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
 	return p.log.LogStartOffset(), nil
 }
 
-// EnforceRetention deletes old segments by the topic's retention.ms and retention.bytes.
+// EnforceRetention deletes old segments by the topic's retention.ms and retention.bytes,
+// when its cleanup.policy includes delete.
 func (p *Partition) EnforceRetention() error {
 	cfg := p.cfg.Load()
-	if cfg.RetentionMs < 0 && cfg.RetentionBytes < 0 {
+	if !cfg.Deletes() || (cfg.RetentionMs < 0 && cfg.RetentionBytes < 0) {
 		return nil
 	}
 	p.appendMu.Lock()

@@ -39,7 +39,7 @@ func TestConfigRefusals(t *testing.T) {
 	adm := b.Admin(t)
 	createTopic(t, adm, "plain", 1, nil)
 	for _, c := range [][2]string{
-		{"cleanup.policy", "compact"},
+		{"min.compaction.lag.ms", "0"},
 		{"compression.type", "gzip"},
 		{"flush.messages", "1"},
 		{"message.format.version", "2.8"},

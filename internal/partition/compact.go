@@ -1,0 +1,56 @@
+package partition
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+// Compact runs one compaction round over the partition's log when the topic's
+// cleanup.policy includes compact, and does nothing otherwise: for every key only its
+// latest record is kept, and tombstones go delete.retention.ms after their segment was
+// first compacted (see storage.Log.Compact). Only closed segments below the committed
+// offset take part, so nothing Raft may still truncate is compacted. Offsets, batch
+// headers and so idempotent-producer state are unchanged. It runs alongside produce and
+// fetch; the broker calls it on the retention schedule.
+func (p *Partition) Compact() error {
+	cfg := p.cfg.Load()
+	if !cfg.Compacts() {
+		return nil
+	}
+	st, err := p.log.Compact(storage.CompactOptions{DeleteRetentionMs: cfg.DeleteRetentionMs, UpTo: p.Boundaries().Committed})
+	if errors.Is(err, storage.ErrClosed) {
+		return nil // the partition is closing
+	}
+	if err != nil {
+		return err
+	}
+	if st.SegmentsRewritten > 0 {
+		p.lg.Debug("compacted", "segments", st.SegmentsRewritten, "records_removed", st.RecordsRemoved,
+			"tombstones_removed", st.TombstonesRemoved, "bytes_before", st.BytesBefore, "bytes_after", st.BytesAfter)
+	}
+	if st.UndecodableBatches > 0 {
+		p.lg.Warn("compaction kept batches whose records it could not decode", "batches", st.UndecodableBatches)
+	}
+	return nil
+}
+
+// checkKeys refuses, for a topic whose cleanup.policy includes compact, a batch holding a
+// record without a key (Kafka answers INVALID_RECORD too), or whose records cannot be
+// decoded, compressed or not.
+func checkKeys(cfg *config.TopicConfig, batch []byte) *ValidationError {
+	if !cfg.Compacts() {
+		return nil
+	}
+	switch err := storage.CheckRecordKeys(batch); {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNullKey):
+		return &ValidationError{kerr.InvalidRecord, "compacted topics require a key on every record"}
+	default:
+		return &ValidationError{kerr.CorruptMessage, "the batch's records cannot be decoded: " + err.Error()}
+	}
+}
