@@ -575,6 +575,36 @@ func TestGroupKcatSplit(t *testing.T) {
 	if !ok || fmt.Sprint(after) != fmt.Sprint(split) {
 		t.Errorf("after consuming, the assignment is %v (split %v), want the one consumed under: %v", after, ok, split)
 	}
+
+	// A clean stop (SIGTERM: kcat commits and sends LeaveGroup) hands kcat-b's partitions
+	// to kcat-a at once, well before kcat-b's session would have expired; kcat-a then gets
+	// every new record once.
+	bm.stop()
+	left := time.Now()
+	waitSplit(t, adm, group, topic, parts, groupSession-2*time.Second, "kcat-a")
+	t.Logf("kcat-a owned every partition %v after kcat-b left", time.Since(left))
+	late := produceRoundRobin(t, prod, topic, parts, "after-leave", 80)
+	if !eventually(20*time.Second, func() bool { return rec.hasAll(late) }) {
+		t.Fatalf("kcat-a did not receive the records produced after kcat-b left within 20s")
+	}
+	markers = produceRoundRobin(t, prod, topic, parts, "marker2", int(parts))
+	if !eventually(20*time.Second, func() bool { return rec.hasAll(markers) }) {
+		t.Fatalf("second markers not all received within 20s")
+	}
+	for m, ks := range rec.byMember() {
+		for _, k := range ks {
+			if v := rec.val[k]; strings.HasPrefix(v, "after-leave-") && m != "kcat-a" {
+				t.Errorf("%s received %q after it left", m, v)
+			}
+		}
+	}
+	rec.mu.Lock()
+	for _, a := range late {
+		if ms := rec.who[tpo{a.Partition, a.Offset}]; len(ms) != 1 {
+			t.Errorf("%q at partition %d offset %d received %d times (%v), want once", a.Value, a.Partition, a.Offset, len(ms), ms)
+		}
+	}
+	rec.mu.Unlock()
 }
 
 // TestGroupKcatKill9Member: two kcat members share a topic; kill -9 of one moves all its
@@ -1049,6 +1079,82 @@ func TestGroupFranzCooperativeSticky(t *testing.T) {
 	if !eventually(15*time.Second, func() bool { return sameOffsets(committedOffsets(t, adm, group, topic), ends) }) {
 		t.Errorf("committed offsets %v, want the log end offsets %v", committedOffsets(t, adm, group, topic), ends)
 	}
+}
+
+// TestGroupStaticMemberRestart: static membership (group.instance.id, JoinGroup v5+). Two
+// franz-go members with instance ids and the eager range balancer split a topic; one is
+// closed (a static member does not leave) and a new client with the same instance id joins
+// within the session timeout: it takes the old member's place and partitions without a
+// rebalance (the other member is never revoked, which an eager rebalance would do), and
+// it resumes from the old member's commits, so every record is consumed once.
+func TestGroupStaticMemberRestart(t *testing.T) {
+	t.Parallel()
+	b := groupBroker(t)
+	adm := b.Admin(t)
+	const topic, group, parts = "static", "static-group", int32(4)
+	createTopic(t, adm, topic, parts, nil)
+	prod := producer(t, b)
+	rangeBalancer := kgo.Balancers(kgo.RangeBalancer())
+
+	rec := newReceived()
+	a := startKgoMember(t, b, group, topic, "static-a", rec, 50, nil, rangeBalancer, kgo.InstanceID("instance-a"))
+	waitSplit(t, adm, group, topic, parts, 20*time.Second, "static-a")
+	old := startKgoMember(t, b, group, topic, "static-b", rec, 50, nil, rangeBalancer, kgo.InstanceID("instance-b"))
+	split := waitSplit(t, adm, group, topic, parts, 30*time.Second, "static-a", "static-b")
+	if !eventually(15*time.Second, func() bool { return fmt.Sprint(old.ownedParts()) == fmt.Sprint(split["static-b"]) }) {
+		t.Fatalf("static-b owns %v, the group assigned it %v", old.ownedParts(), split["static-b"])
+	}
+	oldID := ""
+	for _, m := range describeGroup(t, adm, group).Members {
+		if m.InstanceID == nil || (*m.InstanceID != "instance-a" && *m.InstanceID != "instance-b") {
+			t.Errorf("member %s has instance id %v, want instance-a or instance-b", m.MemberID, m.InstanceID)
+		} else if *m.InstanceID == "instance-b" {
+			oldID = m.MemberID
+		}
+	}
+	first := produceRoundRobin(t, prod, topic, parts, "first", 200)
+	if !eventually(30*time.Second, func() bool { return rec.hasAll(first) }) {
+		t.Fatalf("members received %d of %d records within 30s", rec.distinct(), len(first))
+	}
+	a.mu.Lock()
+	aRevokes := len(a.revoked)
+	a.mu.Unlock()
+
+	old.close() // no LeaveGroup: static members stay until their session expires
+	if d := describeGroup(t, adm, group); len(d.Members) != 2 {
+		t.Errorf("after the static member's client closed: %s, want both members still in the group", renderGroup(d, topic))
+	}
+	restarted := startKgoMember(t, b, group, topic, "static-b-restarted", rec, 50, nil, rangeBalancer, kgo.InstanceID("instance-b"))
+	if !eventually(groupSession-time.Second, func() bool {
+		return fmt.Sprint(restarted.ownedParts()) == fmt.Sprint(split["static-b"])
+	}) {
+		t.Fatalf("the restarted static member owns %v within %v, want the old one's %v", restarted.ownedParts(), groupSession-time.Second, split["static-b"])
+	}
+	d := describeGroup(t, adm, group)
+	after, ok := splitAssignment(d, topic, parts, "static-a", "static-b-restarted")
+	if !ok || fmt.Sprint(after["static-a"]) != fmt.Sprint(split["static-a"]) || fmt.Sprint(after["static-b-restarted"]) != fmt.Sprint(split["static-b"]) {
+		t.Errorf("after the static restart: %s, want the same split %v", renderGroup(d, topic), split)
+	}
+	for _, m := range d.Members {
+		if m.InstanceID != nil && *m.InstanceID == "instance-b" && m.MemberID == oldID {
+			t.Errorf("instance-b still has its old member id %s after the restart", oldID)
+		}
+	}
+
+	second := produceRoundRobin(t, prod, topic, parts, "second", 200)
+	if !eventually(30*time.Second, func() bool { return rec.hasAll(second) }) {
+		t.Fatalf("members received %d distinct records; not all of the second batch within 30s", rec.distinct())
+	}
+	markers := produceRoundRobin(t, prod, topic, parts, "marker", int(parts))
+	if !eventually(20*time.Second, func() bool { return rec.hasAll(markers) }) {
+		t.Fatalf("markers not received within 20s")
+	}
+	rec.checkExactlyOnce(t, append(append(slices.Clone(first), second...), markers...))
+	a.mu.Lock()
+	if len(a.revoked) != aRevokes {
+		t.Errorf("static-a had partitions revoked when static-b restarted (%v): the replacement rebalanced the group", a.revoked[aRevokes:])
+	}
+	a.mu.Unlock()
 }
 
 // ---- Python clients ----
@@ -1596,6 +1702,21 @@ func TestGroupBadInput(t *testing.T) {
 			t.Errorf("OffsetFetch %s[0] after the refused commit: %v, want offset -1 (nothing committed)", missing, got)
 		}
 	})
+	t.Run("commit-metadata-too-large", func(t *testing.T) {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.MemberID, req.Generation = group, member, gen
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = 1, 4, -1, kmsg.StringPtr(strings.Repeat("m", 4097))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := c.do(req).(*kmsg.OffsetCommitResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.OffsetMetadataTooLarge.Code {
+			t.Errorf("OffsetCommit with 4097 bytes of metadata (offset.metadata.max.bytes 4096): %+v, want OFFSET_METADATA_TOO_LARGE(12)", resp.Topics)
+		}
+		checkStored("a commit with too much metadata")
+	})
 	t.Run("heartbeat-stale-generation", func(t *testing.T) {
 		// The leader rejoins, which starts a new generation.
 		jr := c.join(member, int32(groupSession.Milliseconds()), md)
@@ -1682,6 +1803,31 @@ func TestGroupBadInput(t *testing.T) {
 			t.Errorf("rejoin of member %s with 2 MiB of protocol metadata: %s, want INVALID_REQUEST(42)", member, kerrName(jr.ErrorCode))
 		}
 		unchanged("JoinGroups with oversized metadata")
+	})
+	t.Run("oversized-assignment", func(t *testing.T) {
+		// The leader rejoins (a new generation, CompletingRebalance) and hands itself a
+		// 2 MiB assignment: refused, nothing kept; the proper SyncGroup still completes.
+		jr := c.join(member, int32(groupSession.Milliseconds()), md)
+		if jr.ErrorCode != 0 || jr.Generation != gen+1 {
+			t.Fatalf("rejoin of the leader: %s generation %d, want generation %d", kerrName(jr.ErrorCode), jr.Generation, gen+1)
+		}
+		gen = jr.Generation
+		big := append(consumerAssignment(topic, 0, 1, 2), make([]byte, 2<<20)...)
+		if sr := c.sync(member, gen, big); sr.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("SyncGroup with a 2 MiB assignment: %s, want INVALID_REQUEST(42)", kerrName(sr.ErrorCode))
+		}
+		if d := describeGroup(t, adm, group); d.State != "CompletingRebalance" {
+			t.Errorf("after the refused SyncGroup the group is %s, want still CompletingRebalance", renderGroup(d, topic))
+		}
+		metadataServed(t, b)
+		sr := c.sync(member, gen, consumerAssignment(topic, 0, 1, 2))
+		if sr.ErrorCode != 0 {
+			t.Fatalf("SyncGroup generation %d after the refused one: %s", gen, kerrName(sr.ErrorCode))
+		}
+		if !bytes.Equal(sr.MemberAssignment, consumerAssignment(topic, 0, 1, 2)) {
+			t.Errorf("SyncGroup answered an assignment of %d bytes, want the %d bytes the leader gave", len(sr.MemberAssignment), len(consumerAssignment(topic, 0, 1, 2)))
+		}
+		unchanged("a SyncGroup with an oversized assignment")
 	})
 
 	// What was refused stays refused across a restart: only the accepted commits replay.
