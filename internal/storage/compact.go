@@ -62,6 +62,18 @@ var errSegmentGone = errors.New("storage: segment left the log during compaction
 // as unlikely as in Kafka's MD5-keyed offset map.
 type keyHash struct{ a, b uint64 }
 
+// candidate is a closed segment a round works on, with the fields it needs as of the
+// round's start (they are guarded by Log.mu, and only a truncation would change them,
+// which the round notices).
+type candidate struct {
+	s         *segment
+	lastIndex uint64
+	lastTerm  uint64
+	endOffset int64
+	maxTs     int64
+	size      int64
+}
+
 // segCounts is what pass one learns about one segment.
 type segCounts struct {
 	keyed       int64 // records with a key
@@ -105,12 +117,12 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 		return st, err
 	}
 	limit := min(l.flushedOffset, opts.UpTo)
-	var cands []*segment
+	var cands []candidate
 	for _, s := range l.segs[:len(l.segs)-1] {
 		if !s.durable || !s.indexWritten || s.endOffset > limit {
 			break
 		}
-		cands = append(cands, s)
+		cands = append(cands, candidate{s: s, lastIndex: s.lastIndex, lastTerm: s.lastTerm, endOffset: s.endOffset, maxTs: s.maxTs, size: s.size})
 	}
 	gen := l.truncGen
 	l.mu.RUnlock()
@@ -131,9 +143,9 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	latest := make(map[keyHash]int64)
 	counts := make([]segCounts, len(cands))
 	var recs []recordView
-	for i, s := range cands {
+	for i, cd := range cands {
 		cnt := &counts[i]
-		err := l.scanClosed(s, func(e *parsedEntry, _ int64) error {
+		err := l.scanClosed(cd.s, cd.size, func(e *parsedEntry, _ int64) error {
 			if e.typ != EntryData || !compactable(e.payload) {
 				return nil
 			}
@@ -189,9 +201,9 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 		return retention >= 0 && cleanedMs > 0 && nowMs-cleanedMs > retention
 	}
 	dueMs := int64(math.MaxInt64)
-	for i, s := range cands {
+	for i, cd := range cands {
 		cnt := &counts[i]
-		cleaned := s.cleanedMs
+		cleaned := cd.s.cleanedMs
 		exp := expired(cleaned)
 		rewrite := cnt.keyed > cnt.latest || cnt.nullKeys > 0 || (cnt.latestTombs > 0 && (cleaned == 0 || exp))
 		if cleaned == 0 && rewrite {
@@ -209,10 +221,11 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 			}
 			return !(r.tombstone && exp)
 		}
-		size := l.segmentSize(s)
-		ns, err := l.rewriteSegment(s, cleaned, keep, &st)
+		ns, err := l.rewriteSegment(cd, cleaned, keep, &st)
+		newSize := int64(0)
 		if err == nil {
-			err = l.swapSegment(s, ns, size, gen)
+			newSize = ns.size // before ns is published
+			err = l.swapSegment(cd.s, ns, cd.size, gen)
 		}
 		if errors.Is(err, errSegmentGone) {
 			return st, nil
@@ -221,31 +234,29 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 			return st, err
 		}
 		st.SegmentsRewritten++
-		st.BytesBefore += s.size
-		st.BytesAfter += ns.size
+		st.BytesBefore += cd.size
+		st.BytesAfter += newSize
 	}
 	c.valid, c.lastIndex, c.truncGen, c.retention, c.dueMs = true, lastIndex, gen, retention, dueMs
 	return st, nil
 }
 
-// scanClosed calls fn for every entry of the closed segment s in order, with the Kafka
-// offset the entry starts at. It reads without the log's lock, holding s.ioMu shared for
-// a bounded stretch at a time, and returns errSegmentGone once s is no longer a closed
-// segment of the log (ErrClosed if the log closed). The entry's payload is only valid
-// during the call.
-func (l *Log) scanClosed(s *segment, fn func(e *parsedEntry, offset int64) error) error {
+// scanClosed calls fn for every entry of the closed segment s (of size bytes) in order,
+// with the Kafka offset the entry starts at. It reads without the log's lock, holding
+// s.ioMu shared for a bounded stretch at a time, and returns errSegmentGone once s is no
+// longer a closed segment of that size in the log (ErrClosed if the log closed). The
+// entry's payload is only valid during the call.
+func (l *Log) scanClosed(s *segment, size int64, fn func(e *parsedEntry, offset int64) error) error {
 	const stretch = 8 << 20
-	var size int64 = -1
 	pin := func() error {
 		l.mu.RLock()
 		defer l.mu.RUnlock()
 		if err := l.readable(); err != nil {
 			return err
 		}
-		if i := l.segIndexOf(s); i < 0 || i == len(l.segs)-1 || (size >= 0 && s.size != size) {
+		if i := l.segIndexOf(s); i < 0 || i == len(l.segs)-1 || s.size != size {
 			return errSegmentGone
 		}
-		size = s.size
 		s.ioMu.RLock()
 		return nil
 	}
@@ -279,12 +290,6 @@ func (l *Log) scanClosed(s *segment, fn func(e *parsedEntry, offset int64) error
 	}
 }
 
-func (l *Log) segmentSize(s *segment) int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return s.size
-}
-
 // segIndexOf returns the position of s in l.segs, or -1. Caller holds mu.
 func (l *Log) segIndexOf(s *segment) int {
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].baseIndex >= s.baseIndex })
@@ -298,7 +303,8 @@ func (l *Log) segIndexOf(s *segment) int {
 // "<base>.log.tmp" and fsyncs it: the same header but for cleanedMs, and every entry with
 // its index, term and offsets, data batches filtered by keep. It returns the copy as a
 // segment ready to be swapped in (its file open on the temporary name).
-func (l *Log) rewriteSegment(s *segment, cleanedMs int64, keep func(*recordView, int64) bool, st *CompactStats) (ns *segment, err error) {
+func (l *Log) rewriteSegment(cd candidate, cleanedMs int64, keep func(*recordView, int64) bool, st *CompactStats) (ns *segment, err error) {
+	s := cd.s
 	tmp := segPath(l.dir, s.baseIndex, logSuffix) + tmpSuffix
 	f, err := l.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -315,7 +321,7 @@ func (l *Log) rewriteSegment(s *segment, cleanedMs int64, keep func(*recordView,
 	buf := encodeSegHeader(h)
 	var written int64
 	var recs []recordView
-	err = l.scanClosed(s, func(e *parsedEntry, off int64) error {
+	err = l.scanClosed(s, cd.size, func(e *parsedEntry, off int64) error {
 		data := e.payload
 		if e.typ == EntryData && compactable(data) {
 			out, res, r, ferr := filterBatch(data, recs, keep)
@@ -352,9 +358,9 @@ func (l *Log) rewriteSegment(s *segment, cleanedMs int64, keep func(*recordView,
 	if _, err = f.WriteAt(buf, written); err != nil {
 		return nil, err
 	}
-	if ns.lastIndex != s.lastIndex || ns.lastTerm != s.lastTerm || ns.endOffset != s.endOffset || ns.maxTs != s.maxTs {
+	if ns.lastIndex != cd.lastIndex || ns.lastTerm != cd.lastTerm || ns.endOffset != cd.endOffset || ns.maxTs != cd.maxTs {
 		return nil, fmt.Errorf("%w: compacted copy of %s ends at index %d offset %d, the segment at %d/%d",
-			ErrCorrupt, segmentName(s.baseIndex), ns.lastIndex, ns.endOffset, s.lastIndex, s.endOffset)
+			ErrCorrupt, segmentName(s.baseIndex), ns.lastIndex, ns.endOffset, cd.lastIndex, cd.endOffset)
 	}
 	if err = f.Sync(); err != nil {
 		return nil, err

@@ -922,6 +922,106 @@ func TestCompactOnOSFS(t *testing.T) {
 	c.l.Close()
 }
 
+// hookFS calls onTmp (once) when a compacted copy is created, between the round's reads
+// and its swap.
+type hookFS struct {
+	*MemFS
+	onTmp func()
+}
+
+func (h *hookFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if fn := h.onTmp; fn != nil && flag&os.O_CREATE != 0 && len(name) > 8 && name[len(name)-8:] == ".log.tmp" {
+		h.onTmp = nil
+		fn()
+	}
+	return h.MemFS.OpenFile(name, flag, perm)
+}
+
+func TestCompactYieldsToStructuralOps(t *testing.T) {
+	ops := map[string]func(c *ctLog){
+		"retention": func(c *ctLog) {
+			if _, err := c.l.EnforceRetention(-1, 1); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"truncate": func(c *ctLog) {
+			if err := c.l.TruncateSuffix(3); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"truncate and regrow": func(c *ctLog) {
+			if err := c.l.TruncateSuffix(3); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 30; i++ {
+				c.append(kafkatest.CodecNone, rec("other", fmt.Sprint("regrown-value-", i)))
+			}
+			c.flush()
+		},
+		"reset": func(c *ctLog) {
+			if err := c.l.Reset(1000, 5, 5000); err != nil {
+				t.Fatal(err)
+			}
+			c.term = 5
+		},
+		"close": func(c *ctLog) { c.l.Close() },
+	}
+	for name, op := range ops {
+		t.Run(name, func(t *testing.T) {
+			c := newCtLog(t, 500)
+			c.l.Close()
+			h := &hookFS{MemFS: c.fs}
+			c.o.FS = h
+			c.l = mustOpen(t, c.o)
+			for i := 0; i < 40; i++ {
+				c.append(kafkatest.CodecNone, rec(fmt.Sprint("k", i%3), fmt.Sprint("value-", i)))
+			}
+			c.flush()
+			h.onTmp = func() { op(c) }
+			st, err := c.l.Compact(CompactOptions{DeleteRetentionMs: 1000, UpTo: 1 << 40})
+			if name == "close" {
+				if !errors.Is(err, ErrClosed) {
+					t.Fatalf("Compact after Close: %v", err)
+				}
+				c.l = mustOpen(t, c.o)
+			} else if err != nil || st.SegmentsRewritten != 0 {
+				t.Fatalf("Compact: %+v %v", st, err)
+			}
+			// No temporary file is left, the log reads back intact, now and after a reopen,
+			// and a later round compacts normally.
+			names, _ := c.fs.ReadDir("/c")
+			for _, n := range names {
+				if len(n) > 4 && n[len(n)-4:] == tmpSuffix {
+					t.Fatalf("%s left behind", n)
+				}
+			}
+			for off := range c.recs {
+				if off >= c.l.LogEndOffset() {
+					delete(c.recs, off)
+				}
+			}
+			before := c.readAll(c.l)
+			c.l.Close()
+			c.l = mustOpen(t, c.o)
+			sameOffsets(t, "reopen", offsetsOf(c.readAll(c.l)), offsetsOf(before))
+			for i := 0; i < 30; i++ {
+				c.append(kafkatest.CodecNone, rec(fmt.Sprint("k", i%3), fmt.Sprint("later-", i)))
+			}
+			end := closedEnd(c.l)
+			c.compact(1000)
+			lso := c.l.LogStartOffset()
+			var want []int64
+			for _, off := range c.expected(end, noTombExpired) {
+				if off >= lso {
+					want = append(want, off)
+				}
+			}
+			sameOffsets(t, "later round", offsetsOf(c.readAll(c.l)), want)
+			c.l.Close()
+		})
+	}
+}
+
 // ---- concurrency ----
 
 func TestCompactConcurrentWithAppendFlushAndReads(t *testing.T) {
