@@ -218,6 +218,7 @@ func TestCompactKeepsLatestValuePerKeyAcrossSegments(t *testing.T) {
 	c := newCtLog(t, 600)
 	keys := []string{"a", "b", "c", "d", "e"}
 	for i := 0; i < 60; i++ {
+		c.clock.Advance(time.Millisecond)
 		k := keys[(i*7)%len(keys)]
 		if i%4 == 0 {
 			c.append(kafkatest.CodecNone, rec(k, fmt.Sprint("v", i)), rec(keys[i%len(keys)], fmt.Sprint("w", i)))
@@ -236,6 +237,7 @@ func TestCompactKeepsLatestValuePerKeyAcrossSegments(t *testing.T) {
 		t.Fatalf("only %d segments", nsegs)
 	}
 	before := entriesMeta(t, c.l)
+	answers := lookups(t, c.l)
 	leo, last, size := c.l.LogEndOffset(), c.l.LastIndex(), c.l.SizeBytes()
 	end := closedEnd(c.l)
 
@@ -248,6 +250,9 @@ func TestCompactKeepsLatestValuePerKeyAcrossSegments(t *testing.T) {
 	// Offsets, Raft indexes, terms and timestamps are untouched; the log is smaller.
 	if after := entriesMeta(t, c.l); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("entries changed:\n%v\n%v", before, after)
+	}
+	if got := lookups(t, c.l); got != answers {
+		t.Fatalf("lookups changed:\n%s\n%s", answers, got)
 	}
 	if c.l.LogEndOffset() != leo || c.l.LastIndex() != last || c.l.SizeBytes() >= size {
 		t.Fatalf("leo %d last %d size %d, was %d %d %d", c.l.LogEndOffset(), c.l.LastIndex(), c.l.SizeBytes(), leo, last, size)
@@ -277,6 +282,9 @@ func TestCompactKeepsLatestValuePerKeyAcrossSegments(t *testing.T) {
 	}
 	c.l = mustOpen(t, c.o)
 	sameOffsets(t, "after reopen", offsetsOf(c.readAll(c.l)), offsetsOf(got))
+	if got := lookups(t, c.l); got != answers {
+		t.Fatalf("lookups changed after reopen:\n%s\n%s", answers, got)
+	}
 	c.l.Close()
 	names, _ := c.fs.ReadDir("/c")
 	for _, n := range names {
@@ -293,6 +301,43 @@ func TestCompactKeepsLatestValuePerKeyAcrossSegments(t *testing.T) {
 	if after := entriesMeta(t, c.l); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("entries changed after rescan:\n%v\n%v", before, after)
 	}
+	if got := lookups(t, c.l); got != answers {
+		t.Fatalf("lookups changed after rescan:\n%s\n%s", answers, got)
+	}
+}
+
+// lookups is what the log answers about terms, epochs and timestamps; compaction must not
+// change any of it.
+func lookups(t tT, l *Log) string {
+	t.Helper()
+	var b bytes.Buffer
+	for i := l.FirstIndex() - 1; i <= l.LastIndex(); i++ {
+		term, err := l.Term(i)
+		fmt.Fprintf(&b, "term(%d)=%d,%v ", i, term, err)
+	}
+	for e := uint64(0); e <= l.LastTerm()+1; e++ {
+		f, end, ok := l.EpochEndOffset(e)
+		fmt.Fprintf(&b, "epoch(%d)=%d,%d,%v ", e, f, end, ok)
+	}
+	mt, moff := l.MaxTimestamp()
+	fmt.Fprintf(&b, "max=%d@%d ", mt, moff)
+	_, first, _ := l.OffsetForTimestamp(0) // the first batch's timestamp
+	for _, ts := range append([]int64{-1, 0}, rangeInts(first-2, mt+2)...) {
+		off, got, ok := l.OffsetForTimestamp(ts)
+		fmt.Fprintf(&b, "ts(%d)=%d,%d,%v ", ts, off, got, ok)
+	}
+	return b.String()
+}
+
+func rangeInts(lo, hi int64) []int64 {
+	if hi-lo > 10000 {
+		panic("rangeInts: range too large")
+	}
+	var out []int64
+	for v := lo; v < hi; v++ {
+		out = append(out, v)
+	}
+	return out
 }
 
 // DefaultDeleteRetentionForTest is delete.retention.ms's default.
