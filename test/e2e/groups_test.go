@@ -431,7 +431,7 @@ type kcatMember struct {
 func startKcatMember(t *testing.T, kcat string, b *Broker, group, topic, name string, rec *received, extra ...string) *kcatMember {
 	t.Helper()
 	args := append(slices.Clone(extra), "-b", b.KafkaAddr, "-G", group, "-u", "-f", `%p %o %s\n`,
-		"-X", "client.id=" + name,
+		"-X", "client.id="+name,
 		"-X", "auto.offset.reset=earliest",
 		"-X", fmt.Sprintf("session.timeout.ms=%d", groupSession.Milliseconds()),
 		"-X", fmt.Sprintf("heartbeat.interval.ms=%d", groupHeartbeat.Milliseconds()),
@@ -733,12 +733,13 @@ func TestGroupMembersRideBrokerRestart(t *testing.T) {
 // kgoMember is a franz-go group consumer: manual commits of each processed poll before the
 // next (rebalances blocked while processing), and a log of its partition ownership.
 type kgoMember struct {
-	t    *testing.T
-	name string
-	cl   *kgo.Client
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	t      *testing.T
+	name   string
+	cl     *kgo.Client
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	owned    map[int32]bool
@@ -802,6 +803,10 @@ func startKgoMember(t *testing.T, b *Broker, group, topic, name string, rec *rec
 		t.Fatal(err)
 	}
 	m.cl = cl
+	// The member's own context, not the test's: t.Context() is canceled before cleanups
+	// run, which would fail a commit in flight while the test ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
 	go func() {
 		defer close(m.done)
 		for {
@@ -810,9 +815,9 @@ func startKgoMember(t *testing.T, b *Broker, group, topic, name string, rec *rec
 				return
 			default:
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-			fs := cl.PollRecords(ctx, pollMax)
-			cancel()
+			pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			fs := cl.PollRecords(pctx, pollMax)
+			pcancel()
 			if fs.IsClientClosed() {
 				return
 			}
@@ -833,7 +838,7 @@ func startKgoMember(t *testing.T, b *Broker, group, topic, name string, rec *rec
 				rec.add(name, r.Partition, r.Offset, string(r.Value))
 			}
 			if len(recs) > 0 {
-				cctx, ccancel := context.WithTimeout(t.Context(), 15*time.Second)
+				cctx, ccancel := context.WithTimeout(ctx, 15*time.Second)
 				err := cl.CommitRecords(cctx, recs...)
 				ccancel()
 				if err != nil {
@@ -910,6 +915,7 @@ func (m *kgoMember) close() {
 		case <-time.After(30 * time.Second):
 			m.t.Errorf("franz-go member %s: poll loop did not end within 30s", m.name)
 		}
+		m.cancel()
 		m.cl.CloseAllowingRebalance()
 	})
 }
