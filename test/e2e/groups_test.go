@@ -1210,6 +1210,82 @@ func TestGroupStaticMemberRestart(t *testing.T) {
 	a.mu.Unlock()
 }
 
+// kcatRevoked returns the partitions kcat reported as revoked in incremental (cooperative)
+// rebalances, from its stderr lines "... incremental revoke of N partition(s) (...): t [0], t [1]".
+func kcatRevoked(stderr, topic string) []int32 {
+	var out []int32
+	for _, l := range strings.Split(stderr, "\n") {
+		_, rest, ok := strings.Cut(l, "incremental revoke of ")
+		if !ok {
+			continue
+		}
+		_, list, _ := strings.Cut(rest, "): ")
+		for _, item := range strings.Split(list, ",") {
+			item = strings.TrimSpace(item)
+			if n, ok := strings.CutPrefix(item, topic+" ["); ok {
+				if p, err := strconv.Atoi(strings.TrimSuffix(n, "]")); err == nil {
+					out = append(out, int32(p))
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestGroupKcatCooperativeSticky: librdkafka's cooperative-sticky assignor through kcat:
+// the second member's join revokes from the first only the partitions that move (the
+// broker carries the protocol; the members do the incremental dance in two rebalances),
+// every record is read once, and when the second leaves the first takes everything back.
+func TestGroupKcatCooperativeSticky(t *testing.T) {
+	t.Parallel()
+	kcat := requireKcat(t)
+	b := groupBroker(t)
+	adm := b.Admin(t)
+	const topic, group, parts = "kcat-coop", "kcat-coop-group", int32(6)
+	createTopic(t, adm, topic, parts, nil)
+	rec := newReceived()
+	coop := []string{"-X", "partition.assignment.strategy=cooperative-sticky"}
+	a := startKcatMember(t, kcat, b, group, topic, "kcat-a", rec, coop...)
+	waitSplit(t, adm, group, topic, parts, 30*time.Second, "kcat-a")
+	prod := producer(t, b)
+	one := produceRoundRobin(t, prod, topic, parts, "one", 300)
+	if !eventually(30*time.Second, func() bool { return rec.hasAll(one) }) {
+		t.Fatalf("kcat-a received %d of %d records within 30s", rec.distinct(), len(one))
+	}
+
+	bm := startKcatMember(t, kcat, b, group, topic, "kcat-b", rec, coop...)
+	split := waitSplit(t, adm, group, topic, parts, 30*time.Second, "kcat-a", "kcat-b")
+	if d := describeGroup(t, adm, group); d.Protocol != "cooperative-sticky" {
+		t.Errorf("group protocol %q, want cooperative-sticky", d.Protocol)
+	}
+	two := produceRoundRobin(t, prod, topic, parts, "two", 300)
+	markers := produceRoundRobin(t, prod, topic, parts, "marker", int(parts))
+	if !eventually(30*time.Second, func() bool { return rec.hasAll(two) && rec.hasAll(markers) }) {
+		t.Fatalf("members received %d distinct records; not all of the second batch within 30s", rec.distinct())
+	}
+	rec.checkExactlyOnce(t, slices.Concat(one, two, markers))
+	if got := kcatRevoked(a.stderr.String(), topic); fmt.Sprint(got) != fmt.Sprint(split["kcat-b"]) {
+		t.Errorf("kcat-a had %v revoked incrementally, want exactly what kcat-b got, %v (kcat-a kept %v)\n%s",
+			got, split["kcat-b"], split["kcat-a"], tailString(a.stderr.String(), 20))
+	}
+	for m, ks := range rec.byMember() {
+		for _, k := range ks {
+			if strings.HasPrefix(rec.val[k], "two-") && !slices.Contains(split[m], k.p) {
+				t.Errorf("%s received %q from partition %d, which is assigned to the other member", m, rec.val[k], k.p)
+			}
+		}
+	}
+
+	bm.stop()
+	waitSplit(t, adm, group, topic, parts, groupSession-2*time.Second, "kcat-a")
+	three := produceRoundRobin(t, prod, topic, parts, "three", 120)
+	if !eventually(30*time.Second, func() bool { return rec.hasAll(three) }) {
+		t.Fatalf("kcat-a did not receive the records produced after kcat-b left within 30s")
+	}
+	rec.checkExactlyOnce(t, slices.Concat(one, two, markers, three))
+}
+
 // ---- Python clients ----
 
 type pyGroupResult struct {
