@@ -1960,6 +1960,65 @@ func TestGroupBadInput(t *testing.T) {
 		unchanged("a SyncGroup with an oversized assignment")
 	})
 
+	t.Run("other-refusals", func(t *testing.T) {
+		// JoinGroup: an empty group id, no protocols, another protocol type.
+		empty := &coordinatorConn{t: t, cl: c.cl, node: c.node, group: ""}
+		if jr := empty.join("", int32(groupSession.Milliseconds()), md); jr.ErrorCode != kerr.InvalidGroupID.Code {
+			t.Errorf("JoinGroup with an empty group id: %s, want INVALID_GROUP_ID(24)", kerrName(jr.ErrorCode))
+		}
+		req := c.joinReq(member, int32(groupSession.Milliseconds()), md)
+		req.Protocols = nil
+		if jr := c.do(req).(*kmsg.JoinGroupResponse); jr.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+			t.Errorf("JoinGroup offering no protocols: %s, want INCONSISTENT_GROUP_PROTOCOL(23)", kerrName(jr.ErrorCode))
+		}
+		req = c.joinReq("", int32(groupSession.Milliseconds()), md)
+		req.ProtocolType = "connect"
+		if jr := c.do(req).(*kmsg.JoinGroupResponse); jr.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+			t.Errorf("JoinGroup with protocol type connect into a consumer group: %s, want INCONSISTENT_GROUP_PROTOCOL(23)", kerrName(jr.ErrorCode))
+		}
+		// SyncGroup and Heartbeat from strangers or old generations.
+		if sr := c.sync(member, gen-1, consumerAssignment(topic, 0)); sr.ErrorCode != kerr.IllegalGeneration.Code {
+			t.Errorf("SyncGroup with the old generation %d: %s, want ILLEGAL_GENERATION(22)", gen-1, kerrName(sr.ErrorCode))
+		}
+		if code := c.heartbeat("no-such-member", gen); code != kerr.UnknownMemberID.Code {
+			t.Errorf("Heartbeat from an unknown member: %s, want UNKNOWN_MEMBER_ID(25)", kerrName(code))
+		}
+		// A commit outside group management (generation -1) while the group has a member.
+		res := c.commit("", -1, map[string]map[int32]int64{topic: {1: 6}})
+		if res[topic+"/1"] != kerr.UnknownMemberID.Code {
+			t.Errorf("OffsetCommit with generation -1 to a group with a member: %s, want UNKNOWN_MEMBER_ID(25)", kerrName(res[topic+"/1"]))
+		}
+		res = c.commit(member, gen, map[string]map[int32]int64{topic: {-1: 6}})
+		if res[topic+"/-1"] != kerr.UnknownTopicOrPartition.Code {
+			t.Errorf("OffsetCommit to partition -1: %s, want UNKNOWN_TOPIC_OR_PARTITION(3)", kerrName(res[topic+"/-1"]))
+		}
+		// DeleteGroups of a group with a member, and of one that does not exist.
+		dg := kmsg.NewPtrDeleteGroupsRequest()
+		dg.Groups = []string{group}
+		if r := c.do(dg).(*kmsg.DeleteGroupsResponse); len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code {
+			t.Errorf("DeleteGroups of a group with a member: %+v, want NON_EMPTY_GROUP(68)", r.Groups)
+		}
+		gone := findCoordinator(t, b, "never-existed")
+		dg.Groups = []string{"never-existed"}
+		if r := gone.do(dg).(*kmsg.DeleteGroupsResponse); len(r.Groups) != 1 || r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code {
+			t.Errorf("DeleteGroups of a group that never existed: %+v, want GROUP_ID_NOT_FOUND(69)", r.Groups)
+		}
+		// OffsetDelete of a topic the member subscribes to.
+		od := kmsg.NewPtrOffsetDeleteRequest()
+		od.Group = group
+		odt := kmsg.NewOffsetDeleteRequestTopic()
+		odt.Topic = topic
+		odp := kmsg.NewOffsetDeleteRequestTopicPartition()
+		odp.Partition = 0
+		odt.Partitions = append(odt.Partitions, odp)
+		od.Topics = append(od.Topics, odt)
+		r := c.do(od).(*kmsg.OffsetDeleteResponse)
+		if r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 || r.Topics[0].Partitions[0].ErrorCode != kerr.GroupSubscribedToTopic.Code {
+			t.Errorf("OffsetDelete of %s[0], which the member subscribes to: %s %+v, want GROUP_SUBSCRIBED_TO_TOPIC(86) on the partition", topic, kerrName(r.ErrorCode), r.Topics)
+		}
+		unchanged("the other refused requests")
+	})
+
 	// What was refused stays refused across a restart: only the accepted commits replay.
 	b.Restart()
 	if got := committedOffsets(t, adm, group, topic); !sameOffsets(got, (map[int32]int64{0: 5, 2: 9})) {
