@@ -1566,6 +1566,8 @@ type coordinatorConn struct {
 	cl    *kgo.Client
 	node  int32
 	group string
+	// rebalance is the rebalance timeout JoinGroups ask for; groupRebalance when zero.
+	rebalance time.Duration
 }
 
 func findCoordinator(t *testing.T, b *Broker, group string) *coordinatorConn {
@@ -1622,7 +1624,11 @@ func consumerAssignment(topic string, parts ...int32) []byte {
 func (c *coordinatorConn) joinReq(memberID string, sessionMs int32, metadata []byte) *kmsg.JoinGroupRequest {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.MemberID, req.ProtocolType = c.group, memberID, "consumer"
-	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = sessionMs, int32(groupRebalance.Milliseconds())
+	rebalance := c.rebalance
+	if rebalance == 0 {
+		rebalance = groupRebalance
+	}
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = sessionMs, int32(rebalance.Milliseconds())
 	p := kmsg.NewJoinGroupRequestProtocol()
 	p.Name, p.Metadata = "range", metadata
 	req.Protocols = append(req.Protocols, p)
@@ -2036,6 +2042,112 @@ func TestGroupBadInput(t *testing.T) {
 			t.Errorf("after a restart, refused group %s is listed", g)
 		}
 	}
+}
+
+// joinNew joins c's group as a new member (MEMBER_ID_REQUIRED, then the join with the
+// id) and returns the answer to the second JoinGroup.
+func (c *coordinatorConn) joinNew(md []byte) *kmsg.JoinGroupResponse {
+	c.t.Helper()
+	jr := c.join("", int32(groupSession.Milliseconds()), md)
+	if jr.ErrorCode != kerr.MemberIDRequired.Code || jr.MemberID == "" {
+		c.t.Fatalf("JoinGroup %s without a member id: %s member %q, want MEMBER_ID_REQUIRED with an id", c.group, kerrName(jr.ErrorCode), jr.MemberID)
+	}
+	return c.join(jr.MemberID, int32(groupSession.Milliseconds()), md)
+}
+
+// TestGroupRebalanceTimeout: rebalance.timeout.ms is honoured with hand-built members
+// (rebalance timeout 3 s, session timeout 6 s, so that expiry by session cannot be what
+// acts). A member that joins but never sends SyncGroup is expelled once the rebalance
+// timeout passes, leaving the group Empty. A member that keeps heartbeating but does not
+// rejoin when a newcomer starts a rebalance is expelled at the rebalance timeout: the
+// newcomer's JoinGroup then completes with itself alone, and the old member is unknown.
+func TestGroupRebalanceTimeout(t *testing.T) {
+	t.Parallel()
+	b := groupBroker(t)
+	adm := b.Admin(t)
+	const topic, rebalance = "rebalance-timeout", 3 * time.Second
+	createTopic(t, adm, topic, 2, nil)
+	md := consumerMetadata(topic)
+
+	t.Run("no-sync", func(t *testing.T) {
+		t.Parallel()
+		c := findCoordinator(t, b, "no-sync-group")
+		c.rebalance = rebalance
+		jr := c.joinNew(md)
+		if jr.ErrorCode != 0 || jr.LeaderID != jr.MemberID {
+			t.Fatalf("JoinGroup: %s leader %q member %q", kerrName(jr.ErrorCode), jr.LeaderID, jr.MemberID)
+		}
+		joined := time.Now()
+		var last kadm.DescribedGroup
+		if !eventually(rebalance+5*time.Second, func() bool {
+			last = describeGroup(t, adm, c.group)
+			return last.State == "Empty" && len(last.Members) == 0
+		}) {
+			t.Fatalf("a member that never sent SyncGroup is still there %v after its join: %s", rebalance+5*time.Second, renderGroup(last, topic))
+		}
+		took := time.Since(joined)
+		t.Logf("expelled %v after the join phase", took)
+		if took < rebalance-500*time.Millisecond {
+			t.Errorf("the member was expelled %v after the join phase, before its rebalance timeout %v", took, rebalance)
+		}
+		if code := c.heartbeat(jr.MemberID, jr.Generation); code != kerr.UnknownMemberID.Code {
+			t.Errorf("Heartbeat of the expelled member: %s, want UNKNOWN_MEMBER_ID(25)", kerrName(code))
+		}
+	})
+
+	t.Run("no-rejoin", func(t *testing.T) {
+		t.Parallel()
+		c := findCoordinator(t, b, "no-rejoin-group")
+		c.rebalance = rebalance
+		old := c.joinNew(md)
+		if old.ErrorCode != 0 {
+			t.Fatalf("JoinGroup: %s", kerrName(old.ErrorCode))
+		}
+		if sr := c.sync(old.MemberID, old.Generation, consumerAssignment(topic, 0, 1)); sr.ErrorCode != 0 {
+			t.Fatalf("SyncGroup: %s", kerrName(sr.ErrorCode))
+		}
+		// The old member heartbeats (keeping its session) but never rejoins.
+		stop := make(chan struct{})
+		beats := make(chan []int16, 1)
+		go func() {
+			var codes []int16
+			defer func() { beats <- codes }()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(groupHeartbeat):
+				}
+				req := kmsg.NewPtrHeartbeatRequest()
+				req.Group, req.MemberID, req.Generation = c.group, old.MemberID, old.Generation
+				resp, err := c.cl.Broker(int(c.node)).Request(context.Background(), req)
+				if err != nil {
+					return
+				}
+				codes = append(codes, resp.(*kmsg.HeartbeatResponse).ErrorCode)
+			}
+		}()
+		newcomer := &coordinatorConn{t: t, cl: c.cl, node: c.node, group: c.group, rebalance: rebalance}
+		start := time.Now()
+		jr := newcomer.joinNew(md)
+		took := time.Since(start)
+		close(stop)
+		codes := <-beats
+		t.Logf("the newcomer's JoinGroup answered after %v; the old member's heartbeats: %v", took, codes)
+		if jr.ErrorCode != 0 || jr.Generation != old.Generation+1 || jr.LeaderID != jr.MemberID || len(jr.Members) != 1 {
+			t.Errorf("the newcomer's JoinGroup: %s generation %d leader %q with %d members, want generation %d led by itself alone",
+				kerrName(jr.ErrorCode), jr.Generation, jr.LeaderID, len(jr.Members), old.Generation+1)
+		}
+		if took < rebalance-500*time.Millisecond || took > groupSession {
+			t.Errorf("the join phase ended %v after the newcomer joined, want about the rebalance timeout %v (and before the session timeout %v)", took, rebalance, groupSession)
+		}
+		if !slices.Contains(codes, kerr.RebalanceInProgress.Code) {
+			t.Errorf("the old member's heartbeats during the join phase were answered %v, want REBALANCE_IN_PROGRESS(27) among them", codes)
+		}
+		if code := c.heartbeat(old.MemberID, old.Generation); code != kerr.UnknownMemberID.Code {
+			t.Errorf("Heartbeat of the member that did not rejoin: %s, want UNKNOWN_MEMBER_ID(25)", kerrName(code))
+		}
+	})
 }
 
 // ---- cairn group CLI ----
