@@ -38,14 +38,12 @@ func (p *Partition) Compact() error {
 	return nil
 }
 
-// checkKeys refuses, for a topic whose cleanup.policy includes compact, a batch holding a
-// record without a key (Kafka answers INVALID_RECORD too), or whose records cannot be
-// decoded, compressed or not.
-func checkKeys(cfg *config.TopicConfig, batch []byte) *ValidationError {
-	if !cfg.Compacts() {
-		return nil
-	}
-	switch err := storage.CheckRecordKeys(batch); {
+// checkRecords decodes the batch's records (decompressing them if needed) and refuses a
+// batch whose records no consumer could read, and, for a topic whose cleanup.policy
+// includes compact, a batch holding a record without a key (Kafka answers INVALID_RECORD
+// too).
+func checkRecords(cfg *config.TopicConfig, batch []byte) *ValidationError {
+	switch err := storage.CheckRecords(batch, cfg.Compacts()); {
 	case err == nil:
 		return nil
 	case errors.Is(err, storage.ErrNullKey):

@@ -222,7 +222,7 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		return failed(kerr.InvalidRecord, "a produce request must carry exactly one record batch per partition"), nil
 	}
 	batch, h := batches[0], headers[0]
-	if verr := checkKeys(cfg, batch); verr != nil {
+	if verr := checkRecords(cfg, batch); verr != nil {
 		return failed(verr.Err, verr.Msg), nil
 	}
 

@@ -256,7 +256,7 @@ func TestFetchAndListOffsets(t *testing.T) {
 
 	for _, tc := range []struct {
 		ts, want int64
-	}{{ListEarliest, 0}, {ListLatest, 6}, {1001, 0}, {3000, 3}, {9999, -1}} {
+	}{{ListEarliest, 0}, {ListLatest, 6}, {1001, 1}, {1002, 2}, {3000, 3}, {5001, 4}, {9999, -1}} {
 		if off, _, err := h.p.ListOffset(tc.ts); err != nil || off != tc.want {
 			t.Errorf("ListOffset(%d) = %d, %v; want %d", tc.ts, off, err, tc.want)
 		}

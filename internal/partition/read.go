@@ -75,7 +75,8 @@ func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *ke
 		if off < 0 || off >= b.LastVisible {
 			return -1, -1, nil
 		}
-		return off, t, nil
+		// The log knows the batch; Kafka answers with the first record holding the maximum.
+		return p.recordAt(off, b, func(r storage.RecordTime) bool { return r.Timestamp == t }, off, t)
 	}
 	if timestamp < 0 {
 		return -1, -1, kerr.InvalidRequest
@@ -84,7 +85,38 @@ func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *ke
 	if !ok || off >= b.LastVisible {
 		return -1, -1, nil
 	}
-	return max(off, b.LogStart), t, nil
+	// The log finds the first batch whose largest timestamp reaches the one asked for; the
+	// answer is the first record inside it that does.
+	off, t, err = p.recordAt(max(off, b.LogStart), b, func(r storage.RecordTime) bool { return r.Timestamp >= timestamp }, max(off, b.LogStart), t)
+	if err != nil || off >= b.LastVisible {
+		return -1, -1, err
+	}
+	return off, t, nil
+}
+
+// recordAt decodes the batch holding offset and returns the first record at or after the
+// log start that match accepts; fallbackOffset and fallbackTS answer when the batch cannot
+// be decoded (it was checked at produce, so only damage gets there).
+func (p *Partition) recordAt(offset int64, b Boundaries, match func(storage.RecordTime) bool, fallbackOffset, fallbackTS int64) (int64, int64, *kerr.Error) {
+	raw, err := p.log.ReadBatches(offset, 1, b.LastVisible)
+	if err != nil || len(raw) == 0 {
+		return fallbackOffset, fallbackTS, nil
+	}
+	h, ok := ParseBatchHeader(raw)
+	if !ok || int(h.Length)+12 > len(raw) {
+		return fallbackOffset, fallbackTS, nil
+	}
+	recs, derr := storage.RecordTimes(raw[:h.Length+12])
+	if derr != nil {
+		p.lg.Warn("ListOffsets could not decode a stored batch", "offset", h.BaseOffset, "err", derr)
+		return fallbackOffset, fallbackTS, nil
+	}
+	for _, r := range recs {
+		if r.Offset >= b.LogStart && match(r) {
+			return r.Offset, r.Timestamp, nil
+		}
+	}
+	return fallbackOffset, fallbackTS, nil
 }
 
 // EpochEndOffset answers OffsetForLeaderEpoch: the largest epoch at or below the one asked

@@ -22,9 +22,11 @@ var ErrNullKey = errors.New("storage: record without a key")
 type recordView struct {
 	raw         []byte // the whole record, length varint included, to copy as it is
 	offsetDelta int32
-	key         []byte
-	nullKey     bool
-	tombstone   bool // null value
+	// timestampDelta is relative to the batch's first timestamp.
+	timestampDelta int64
+	key            []byte
+	nullKey        bool
+	tombstone      bool // null value
 }
 
 // CheckRecordKeys decodes the records of a RecordBatch v2 (decompressing them if needed)
@@ -143,14 +145,15 @@ func parseRecord(b []byte) (recordView, int, error) {
 	}
 	body := b[w : w+int(length)]
 	p := 1 // attributes (unused in v2)
-	if _, ok := varint(body, &p, 64); !ok {
+	td, ok := varint(body, &p, 64)
+	if !ok {
 		return recordView{}, 0, errors.New("bad timestamp delta")
 	}
 	od, ok := varint(body, &p, 32)
 	if !ok {
 		return recordView{}, 0, errors.New("bad offset delta")
 	}
-	r := recordView{raw: b[:w+int(length)], offsetDelta: int32(od)}
+	r := recordView{raw: b[:w+int(length)], offsetDelta: int32(od), timestampDelta: td}
 	if r.key, r.nullKey, ok = bytesField(body, &p, true); !ok {
 		return recordView{}, 0, errors.New("bad key")
 	}
