@@ -1,5 +1,5 @@
 // Command cairn is Cairn's single binary: `cairn start` runs a broker, and the other
-// subcommands (topic, produce, consume) are Kafka clients built on franz-go.
+// subcommands (topic, produce, consume, group) are Kafka clients built on franz-go.
 package main
 
 import (
