@@ -2127,7 +2127,8 @@ func TestGroupRebalanceTimeout(t *testing.T) {
 				codes = append(codes, resp.(*kmsg.HeartbeatResponse).ErrorCode)
 			}
 		}()
-		newcomer := &coordinatorConn{t: t, cl: c.cl, node: c.node, group: c.group, rebalance: rebalance}
+		newcomer := findCoordinator(t, b, c.group) // its own connection
+		newcomer.rebalance = rebalance
 		start := time.Now()
 		jr := newcomer.joinNew(md)
 		took := time.Since(start)
@@ -2148,6 +2149,75 @@ func TestGroupRebalanceTimeout(t *testing.T) {
 			t.Errorf("Heartbeat of the member that did not rejoin: %s, want UNKNOWN_MEMBER_ID(25)", kerrName(code))
 		}
 	})
+}
+
+// TestGroupInitialRebalanceDelay: group.initial.rebalance.delay.ms. With the default 3 s,
+// two members that join an empty group within the delay are answered together in its first
+// generation (one assignment instead of two rebalances), no sooner than the delay; set to 0
+// at run time (IncrementalAlterConfigs on the cluster resource), a lone member of a new
+// group is answered at once.
+func TestGroupInitialRebalanceDelay(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, BrokerOpts{})
+	adm := b.Admin(t)
+	const topic, delay = "initial-delay", 3 * time.Second
+	createTopic(t, adm, topic, 2, nil)
+	md := consumerMetadata(topic)
+
+	c := findCoordinator(t, b, "delayed-group")
+	start := time.Now()
+	first := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() {
+		req := c.joinReq("", int32(groupSession.Milliseconds()), md)
+		resp, err := c.cl.Broker(int(c.node)).Request(context.Background(), req)
+		if err != nil {
+			first <- nil
+			return
+		}
+		jr := resp.(*kmsg.JoinGroupResponse)
+		req.MemberID = jr.MemberID
+		resp, err = c.cl.Broker(int(c.node)).Request(context.Background(), req)
+		if err != nil {
+			first <- nil
+			return
+		}
+		first <- resp.(*kmsg.JoinGroupResponse)
+	}()
+	if !eventually(5*time.Second, func() bool {
+		d := describeGroup(t, adm, c.group)
+		return d.State == "PreparingRebalance" && len(d.Members) == 1
+	}) {
+		t.Fatalf("the first member's join did not start the group's first rebalance")
+	}
+	// A second client: a connection answers its requests in order, so a JoinGroup waiting
+	// for the rebalance holds back whatever follows it on the same connection.
+	second := findCoordinator(t, b, c.group).joinNew(md)
+	a := <-first
+	took := time.Since(start)
+	if a == nil {
+		t.Fatalf("the first member's JoinGroup failed")
+	}
+	t.Logf("both joins answered %v after the first", took)
+	if a.ErrorCode != 0 || second.ErrorCode != 0 || a.Generation != 1 || second.Generation != 1 {
+		t.Errorf("JoinGroups: %s generation %d and %s generation %d, want both in generation 1",
+			kerrName(a.ErrorCode), a.Generation, kerrName(second.ErrorCode), second.Generation)
+	}
+	if lead := max(len(a.Members), len(second.Members)); lead != 2 {
+		t.Errorf("the leader was given %d members, want both", lead)
+	}
+	if took < delay-500*time.Millisecond {
+		t.Errorf("the first generation formed %v after the first join, before group.initial.rebalance.delay.ms (%v)", took, delay)
+	}
+
+	setCluster(t, adm, "group.initial.rebalance.delay.ms", "0")
+	quick := findCoordinator(t, b, "undelayed-group")
+	start = time.Now()
+	if jr := quick.joinNew(md); jr.ErrorCode != 0 || jr.Generation != 1 {
+		t.Errorf("JoinGroup with the delay at 0: %s generation %d", kerrName(jr.ErrorCode), jr.Generation)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("with group.initial.rebalance.delay.ms=0 a lone member waited %v for its first generation", took)
+	}
 }
 
 // ---- cairn group CLI ----
