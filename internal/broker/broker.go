@@ -335,22 +335,32 @@ func (b *Broker) CreateTopic(name string, partitions int32, rf int16, configs ma
 	if validateOnly {
 		return tm.info(), nil
 	}
-	if err := b.openTopic(tm); err != nil {
+	if err := b.addTopicLocked(tm); err != nil {
 		b.lg.Error("creating topic", "topic", name, "err", err)
 		return TopicInfo{}, errorf(kerr.KafkaStorageError, "creating topic: %v", err)
 	}
-	b.meta.Topics[name] = tm
+	b.lg.Info("created topic", "topic", name, "partitions", partitions)
+	return tm.info(), nil
+}
+
+// addTopicLocked opens a new topic's partitions and records it in the metadata; if the
+// metadata cannot be saved, the partitions are removed again, so a failed create leaves
+// nothing behind.
+func (b *Broker) addTopicLocked(tm *topicMeta) error {
+	if err := b.openTopic(tm); err != nil {
+		return err
+	}
+	b.meta.Topics[tm.Name] = tm
 	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-		delete(b.meta.Topics, name)
-		t := b.topics[name]
-		delete(b.topics, name)
+		delete(b.meta.Topics, tm.Name)
+		t := b.topics[tm.Name]
+		delete(b.topics, tm.Name)
 		for _, p := range t.partitions {
 			p.Delete()
 		}
-		return TopicInfo{}, errorf(kerr.KafkaStorageError, "saving metadata: %v", err)
+		return fmt.Errorf("saving metadata: %w", err)
 	}
-	b.lg.Info("created topic", "topic", name, "partitions", partitions)
-	return tm.info(), nil
+	return nil
 }
 
 // maxPartitionsPerTopic bounds what one CreateTopics or CreatePartitions can ask of a node.

@@ -16,9 +16,8 @@ import (
 // coordinator while holding b.mu.
 
 // EnsureInternalTopic creates an internal topic if it is missing, with configs stored as
-// given: they are the broker's own choices, not a user's, so they skip user validation (a
-// value the registry does not accept yet, such as cleanup.policy=compact before compaction
-// lands, resolves to the default until it does). It returns the topic, existing or new.
+// given: they are the broker's own choices, not a user's, so they skip user validation.
+// It returns the topic, existing or new.
 func (b *Broker) EnsureInternalTopic(name string, partitions int32, rf int16, configs map[string]string) (TopicInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -26,18 +25,8 @@ func (b *Broker) EnsureInternalTopic(name string, partitions int32, rf int16, co
 		return t.info, nil
 	}
 	tm := &topicMeta{Name: name, ID: newTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: copyMap(configs)}
-	if err := b.openTopic(tm); err != nil {
+	if err := b.addTopicLocked(tm); err != nil {
 		return TopicInfo{}, err
-	}
-	b.meta.Topics[name] = tm
-	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-		delete(b.meta.Topics, name)
-		t := b.topics[name]
-		delete(b.topics, name)
-		for _, p := range t.partitions {
-			p.Delete()
-		}
-		return TopicInfo{}, fmt.Errorf("saving metadata: %w", err)
 	}
 	b.lg.Info("created internal topic", "topic", name, "partitions", partitions, "replication_factor", rf)
 	return tm.info(), nil
@@ -54,10 +43,6 @@ func (b *Broker) startGroups() error {
 	info, err := b.EnsureInternalTopic(group.OffsetsTopic, cc.OffsetsTopicNumPartitions, rf, map[string]string{
 		config.TopicCleanupPolicy: "compact",
 		config.TopicSegmentBytes:  strconv.Itoa(int(cc.OffsetsTopicSegmentBytes)),
-		// Until compaction lands, the compact policy resolves to delete: keep retention
-		// from ever deleting committed offsets.
-		config.TopicRetentionMs:    "-1",
-		config.TopicRetentionBytes: "-1",
 	})
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", group.OffsetsTopic, err)
