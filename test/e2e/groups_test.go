@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"sort"
@@ -2312,6 +2313,21 @@ func TestGroupCLI(t *testing.T) {
 	m.close() // leaves the group
 	if d := describeGroup(t, adm, group); d.State != "Empty" {
 		t.Fatalf("after the member left: %s, want Empty", renderGroup(d, topic))
+	}
+	// A dry run shows the move and commits nothing; --to-offset on one partition moves
+	// only that one.
+	r = cairnCLI(t, b, "", "group", "seek", group, "--topic", topic, "--to-latest", "--dry-run")
+	if !strings.Contains(r.Stdout, "dry run") {
+		t.Errorf("group seek --dry-run output lacks \"dry run\":\n%s", r.Stdout)
+	}
+	if got := committedOffsets(t, adm, group, topic); !sameOffsets(got, committed) {
+		t.Errorf("after seek --dry-run, committed offsets %v, want unchanged %v", got, committed)
+	}
+	cairnCLI(t, b, "", "group", "seek", group, "--topic", topic, "--partitions", "1", "--to-offset", "4")
+	moved := maps.Clone(committed)
+	moved[1] = 4
+	if got := committedOffsets(t, adm, group, topic); !sameOffsets(got, moved) {
+		t.Errorf("after seek --partitions 1 --to-offset 4, committed offsets %v, want %v", got, moved)
 	}
 	r = cairnCLI(t, b, "", "group", "seek", group, "--topic", topic, "--to-earliest")
 	if !strings.Contains(r.Stdout, "committed new offsets for 3 partitions") {
