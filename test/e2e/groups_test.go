@@ -72,6 +72,13 @@ func (r *received) add(member string, p int32, o int64, value string) {
 	r.val[k] = value
 }
 
+// value is the value received at k ("" when nothing was).
+func (r *received) value(k tpo) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.val[k]
+}
+
 // distinct is the number of distinct partition offsets received.
 func (r *received) distinct() int {
 	r.mu.Lock()
@@ -506,6 +513,14 @@ func (m *kcatMember) kill9() {
 	<-m.done
 }
 
+// exitErr is the process's exit error once it exited ("still running" before).
+func (m *kcatMember) exitErr() string {
+	if !m.exited() {
+		return "still running"
+	}
+	return fmt.Sprint(m.err)
+}
+
 func (m *kcatMember) exited() bool {
 	select {
 	case <-m.done:
@@ -545,7 +560,7 @@ func TestGroupKcatSplit(t *testing.T) {
 		t.Fatalf("markers not all received within 20s (%d distinct received)", rec.distinct())
 	}
 	if a.exited() || bm.exited() {
-		t.Fatalf("a kcat member exited: a %v, b %v", a.err, bm.err)
+		t.Fatalf("a kcat member exited: a %s, b %s", a.exitErr(), bm.exitErr())
 	}
 	rec.checkExactlyOnce(t, slices.Concat(acked, markers1))
 
@@ -594,7 +609,7 @@ func TestGroupKcatSplit(t *testing.T) {
 	}
 	for m, ks := range rec.byMember() {
 		for _, k := range ks {
-			if v := rec.val[k]; strings.HasPrefix(v, "after-leave-") && m != "kcat-a" {
+			if v := rec.value(k); strings.HasPrefix(v, "after-leave-") && m != "kcat-a" {
 				t.Errorf("%s received %q after it left", m, v)
 			}
 		}
@@ -668,13 +683,13 @@ func TestGroupKcatKill9Member(t *testing.T) {
 			continue
 		}
 		for _, k := range ks {
-			if v := rec.val[k]; strings.HasPrefix(v, "after-") {
+			if v := rec.value(k); strings.HasPrefix(v, "after-") {
 				t.Errorf("%s (killed) received %q", m, v)
 			}
 		}
 	}
 	if survivor.exited() {
-		t.Errorf("the surviving kcat exited: %v", survivor.err)
+		t.Errorf("the surviving kcat exited: %s", survivor.exitErr())
 	}
 }
 
@@ -711,7 +726,7 @@ func TestGroupMembersRideBrokerRestart(t *testing.T) {
 	after := produceRoundRobin(t, prod, topic, parts, "after", 200)
 	if !eventually(30*time.Second, func() bool { return rec.hasAll(after) }) {
 		t.Fatalf("after the restart the members received %d distinct records within 30s; not all of the %d new ones (kcat-a exited %v %v, kcat-b exited %v %v)",
-			rec.distinct(), len(after), a.exited(), a.err, bm.exited(), bm.err)
+			rec.distinct(), len(after), a.exited(), a.exitErr(), bm.exited(), bm.exitErr())
 	}
 	markers := produceRoundRobin(t, prod, topic, parts, "marker", int(parts))
 	if !eventually(20*time.Second, func() bool { return rec.hasAll(markers) }) {
@@ -725,7 +740,7 @@ func TestGroupMembersRideBrokerRestart(t *testing.T) {
 	}
 	rec.checkExactlyOnce(t, append(append(slices.Clone(before), after...), markers...))
 	if a.exited() || bm.exited() {
-		t.Errorf("a kcat member exited: a %v, b %v", a.err, bm.err)
+		t.Errorf("a kcat member exited: a %s, b %s", a.exitErr(), bm.exitErr())
 	}
 }
 
@@ -1123,8 +1138,8 @@ func TestGroupFranzCooperativeSticky(t *testing.T) {
 	// Per-partition ownership: each partition's records after the move come from one member.
 	for m, ks := range rec.byMember() {
 		for _, k := range ks {
-			if strings.HasPrefix(rec.val[k], "two-") && !slices.Contains(split[m], k.p) {
-				t.Errorf("%s received %q from partition %d, which is assigned to the other member", m, rec.val[k], k.p)
+			if strings.HasPrefix(rec.value(k), "two-") && !slices.Contains(split[m], k.p) {
+				t.Errorf("%s received %q from partition %d, which is assigned to the other member", m, rec.value(k), k.p)
 			}
 		}
 	}
@@ -1272,8 +1287,8 @@ func TestGroupKcatCooperativeSticky(t *testing.T) {
 	}
 	for m, ks := range rec.byMember() {
 		for _, k := range ks {
-			if strings.HasPrefix(rec.val[k], "two-") && !slices.Contains(split[m], k.p) {
-				t.Errorf("%s received %q from partition %d, which is assigned to the other member", m, rec.val[k], k.p)
+			if strings.HasPrefix(rec.value(k), "two-") && !slices.Contains(split[m], k.p) {
+				t.Errorf("%s received %q from partition %d, which is assigned to the other member", m, rec.value(k), k.p)
 			}
 		}
 	}
@@ -1380,7 +1395,7 @@ func pythonGroupResume(t *testing.T, module, script, label string) {
 	}
 	checkResumed(t, r2.tpos(), committed, all)
 	for _, x := range r2.Records {
-		if v := (tpo{x.Partition, x.Offset}); rec1.val[v] != "" {
+		if v := (tpo{x.Partition, x.Offset}); rec1.value(v) != "" {
 			t.Errorf("%s resumed member re-read %q at partition %d offset %d", label, x.Value, x.Partition, x.Offset)
 		}
 	}
@@ -2121,7 +2136,9 @@ func TestGroupRebalanceTimeout(t *testing.T) {
 				}
 				req := kmsg.NewPtrHeartbeatRequest()
 				req.Group, req.MemberID, req.Generation = c.group, old.MemberID, old.Generation
-				resp, err := c.cl.Broker(int(c.node)).Request(context.Background(), req)
+				hctx, hcancel := context.WithTimeout(context.Background(), 10*time.Second)
+				resp, err := c.cl.Broker(int(c.node)).Request(hctx, req)
+				hcancel()
 				if err != nil {
 					return
 				}
@@ -2168,16 +2185,17 @@ func TestGroupInitialRebalanceDelay(t *testing.T) {
 	c := findCoordinator(t, b, "delayed-group")
 	start := time.Now()
 	first := make(chan *kmsg.JoinGroupResponse, 1)
+	jctx := ctxFor(t, 30*time.Second)
 	go func() {
 		req := c.joinReq("", int32(groupSession.Milliseconds()), md)
-		resp, err := c.cl.Broker(int(c.node)).Request(context.Background(), req)
+		resp, err := c.cl.Broker(int(c.node)).Request(jctx, req)
 		if err != nil {
 			first <- nil
 			return
 		}
 		jr := resp.(*kmsg.JoinGroupResponse)
 		req.MemberID = jr.MemberID
-		resp, err = c.cl.Broker(int(c.node)).Request(context.Background(), req)
+		resp, err = c.cl.Broker(int(c.node)).Request(jctx, req)
 		if err != nil {
 			first <- nil
 			return
