@@ -533,7 +533,8 @@ func (m *kcatMember) exited() bool {
 // TestGroupKcatSplit: two kcat balanced consumers (-G) in one group split a 4-partition
 // topic: the group becomes Stable with each member owning some partitions and every
 // partition owned once, and every record produced while they are stable is received
-// exactly once, by the member that owns its partition.
+// exactly once, by the member that owns its partition. When one stops cleanly (commit and
+// LeaveGroup) the other owns everything at once and reads on from the commits.
 func TestGroupKcatSplit(t *testing.T) {
 	t.Parallel()
 	kcat := requireKcat(t)
@@ -1772,13 +1773,16 @@ func groupListed(t *testing.T, adm *kadm.Client, group string) bool {
 }
 
 // TestGroupBadInput: hand-built group requests sent straight to the coordinator get Kafka's
-// error codes and change nothing: commits with a wrong generation, an unknown member, or for
-// a topic that does not exist; a JoinGroup with 2 MiB of member metadata (INVALID_REQUEST:
-// the coordinator bounds what it keeps per member at 1 MiB, see
-// group.MaxProtocolMetadataBytes); a Heartbeat with a stale generation; a session timeout
-// outside [group.min.session.timeout.ms, group.max.session.timeout.ms]. After each, a
-// fresh connection is served; after a restart the stored offsets are still only the
-// accepted ones.
+// error codes and change nothing: commits with a wrong generation, an unknown member, for
+// a topic or partition that does not exist, or with too much metadata; a JoinGroup with
+// 2 MiB of member metadata and a SyncGroup with a 2 MiB assignment (INVALID_REQUEST: the
+// coordinator bounds what it keeps per member at 1 MiB, group.MaxProtocolMetadataBytes,
+// documented in docs/operations.md; Kafka has no bound and would fail to store the group
+// record); a Heartbeat with a stale generation; a session timeout outside
+// [group.min.session.timeout.ms, group.max.session.timeout.ms]; and a few more (empty group
+// id, no protocols, another protocol type, DeleteGroups of a live group, OffsetDelete of a
+// subscribed topic). After each, a fresh connection is served and the group and its offsets
+// are as before; after a restart the stored offsets are still only the accepted ones.
 func TestGroupBadInput(t *testing.T) {
 	t.Parallel()
 	b := groupBroker(t)
