@@ -86,8 +86,9 @@ type Broker struct {
 	topics map[string]*topic
 	groups *group.Coordinator // set once at start
 
-	stop chan struct{}
-	done chan struct{}
+	stop        chan struct{}
+	done        chan struct{}
+	loopStarted bool // the retention loop runs, and closes done when it stops
 	// retentionKick wakes the retention loop when its interval changes at run time.
 	retentionKick chan struct{}
 }
@@ -118,6 +119,9 @@ func New(cfg Config) (*Broker, error) {
 		}
 	}
 	b.meta = m
+	if err := b.removeOrphans(); err != nil {
+		return nil, fmt.Errorf("cleaning the data folder: %w", err)
+	}
 	for _, name := range m.topicNames() {
 		if err := b.openTopic(m.Topics[name]); err != nil {
 			b.Close()
@@ -128,6 +132,7 @@ func New(cfg Config) (*Broker, error) {
 		b.Close()
 		return nil, err
 	}
+	b.loopStarted = true
 	go b.retentionLoop()
 	return b, nil
 }
@@ -138,15 +143,43 @@ func randomClusterID() string {
 	return base64.RawURLEncoding.EncodeToString(id[:])
 }
 
-func (b *Broker) partitionDir(name string, p int32) string {
-	return filepath.Join(b.cfg.DataDir, "topics", fmt.Sprintf("%s-%d", name, p))
+// partitionDir names a partition's folder by topic name, partition and topic id, so a topic
+// re-created under the same name never opens the files of the one it replaced.
+func (b *Broker) partitionDir(tm *topicMeta, p int32) string {
+	return filepath.Join(b.cfg.DataDir, "topics", fmt.Sprintf("%s-%d-%x", tm.Name, p, tm.ID))
+}
+
+// removeOrphans deletes partition folders that no topic in the metadata owns: what a crash
+// left behind between saving a topic deletion and removing its files.
+func (b *Broker) removeOrphans() error {
+	dir := filepath.Join(b.cfg.DataDir, "topics")
+	names, err := b.fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	owned := map[string]bool{}
+	for _, tm := range b.meta.Topics {
+		for i := int32(0); i < tm.Partitions; i++ {
+			owned[filepath.Base(b.partitionDir(tm, i))] = true
+		}
+	}
+	for _, n := range names {
+		if owned[n] {
+			continue
+		}
+		b.lg.Warn("removing partition data no topic owns", "folder", n)
+		if err := b.fs.RemoveAll(filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *Broker) openPartitions(tm *topicMeta, from, to int32) ([]*partition.Partition, error) {
 	cfg := config.ResolveTopic(tm.Configs, b.meta.Cluster)
 	var ps []*partition.Partition
 	for i := from; i < to; i++ {
-		lg, err := storage.Open(storage.Options{FS: b.fs, Dir: b.partitionDir(tm.Name, i), SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
+		lg, err := storage.Open(storage.Options{FS: b.fs, Dir: b.partitionDir(tm, i), SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
 		if err != nil {
 			closeAll(ps)
 			return nil, fmt.Errorf("opening %s-%d: %w", tm.Name, i, err)
@@ -185,6 +218,9 @@ func (b *Broker) Close() error {
 	default:
 	}
 	close(b.stop)
+	if b.loopStarted {
+		<-b.done // retention and compaction are done with the partitions
+	}
 	if b.groups != nil {
 		b.groups.Close() // before the partitions it writes to
 	}
@@ -390,6 +426,19 @@ func (b *Broker) AutoCreateTopic(name string) (TopicInfo, *Error) {
 
 // DeleteTopic removes a topic and its data.
 func (b *Broker) DeleteTopic(name string) *Error {
+	if err := b.deleteTopic(name); err != nil {
+		return err
+	}
+	// Synchronously and outside b.mu (see the lock order in groups.go): a topic created
+	// again under this name must not have its first commits tombstoned by a late cleanup.
+	if b.groups != nil {
+		b.groups.DeleteTopicOffsets(name)
+	}
+	b.lg.Info("deleted topic", "topic", name)
+	return nil
+}
+
+func (b *Broker) deleteTopic(name string) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.topics[name]
@@ -399,21 +448,19 @@ func (b *Broker) DeleteTopic(name string) *Error {
 	if name == group.OffsetsTopic {
 		return errorf(kerr.InvalidTopicException, "%s is an internal topic that holds consumer group state; it cannot be deleted", name)
 	}
+	tm := b.meta.Topics[name]
 	delete(b.meta.Topics, name)
 	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-		b.meta.Topics[name] = &topicMeta{Name: name, ID: t.info.ID, Partitions: t.info.Partitions, ReplicationFactor: t.info.ReplicationFactor}
+		b.meta.Topics[name] = tm
 		return errorf(kerr.KafkaStorageError, "saving metadata: %v", err)
 	}
 	delete(b.topics, name)
 	for _, p := range t.partitions {
 		if err := p.Delete(); err != nil {
+			// The metadata no longer names these files; the next start removes them.
 			b.lg.Error("removing partition data", "topic", name, "partition", p.ID(), "err", err)
 		}
 	}
-	if b.groups != nil {
-		go b.groups.DeleteTopicOffsets(name) // not under b.mu: see the lock order in groups.go
-	}
-	b.lg.Info("deleted topic", "topic", name)
 	return nil
 }
 

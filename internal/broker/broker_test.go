@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/cairn-io/cairn/internal/kafkatest"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -108,3 +109,36 @@ func TestTopicRequestsRefuseBadInput(t *testing.T) {
 }
 
 func second(_ TopicInfo, err *Error) *Error { return err }
+
+func TestRecreatedTopicStartsEmptyAndOrphansGo(t *testing.T) {
+	fs := storage.NewMemFS()
+	b := open(t, fs)
+	b.CreateTopic("r", 1, 1, nil, false)
+	p, _ := b.Partition("r", 0)
+	if res, _ := p.Produce(kafkatest.Plain(3, 1000).Bytes(), 1); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if err := b.DeleteTopic("r"); err != nil {
+		t.Fatal(err)
+	}
+	b.CreateTopic("r", 1, 1, nil, false)
+	p, _ = b.Partition("r", 0)
+	if end := p.Boundaries().LogEnd; end != 0 {
+		t.Fatalf("re-created topic sees %d old records", end)
+	}
+	// A folder no topic owns, as a crash between saving a deletion and removing the
+	// files leaves behind, is removed at the next start.
+	orphan := "/data/topics/gone-0-00"
+	if err := fs.MkdirAll(orphan, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b = open(t, fs)
+	defer b.Close()
+	if _, err := fs.Stat(orphan); err == nil {
+		t.Fatal("orphaned partition folder survived a restart")
+	}
+	if _, e := b.Partition("r", 0); e != nil {
+		t.Fatal("the live topic was removed with the orphans")
+	}
+}

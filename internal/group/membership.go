@@ -152,6 +152,12 @@ func (c *Coordinator) joinNewLocked(g *group, req JoinRequest, ch chan JoinResul
 
 func (c *Coordinator) joinKnownLocked(g *group, req JoinRequest, ch chan JoinResult, now time.Time, cfg config.ClusterConfig) {
 	if _, ok := g.pending[req.MemberID]; ok {
+		if req.InstanceID != nil {
+			// Pending ids are handed out only to joins without an instance id; taking
+			// a static identity through one would leave two members claiming it.
+			joinFail(ch, req.MemberID, kerr.UnknownMemberID)
+			return
+		}
 		delete(g.pending, req.MemberID)
 		c.addMemberLocked(g, req.MemberID, req, ch, now, cfg)
 		return

@@ -10,8 +10,9 @@ import (
 	"github.com/cairn-io/cairn/internal/partition"
 )
 
-// fetchMaxBytesDefault bounds a response when the request has no response-level limit.
-const fetchMaxBytesDefault = 50 << 20
+// fetchMaxBytesCap bounds a Fetch response whatever the client asks for (Kafka's
+// fetch.max.bytes default), so one request cannot make the broker hold gigabytes.
+const fetchMaxBytesCap = 55 << 20
 
 // handleFetch serves consumers. It answers once min bytes are available or max wait passes,
 // waking as soon as any partition it reads gets new visible data. Fetch sessions (KIP-227)
@@ -25,8 +26,8 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 	}
 	return func(ctx context.Context) kmsg.Response {
 		maxBytes := req.MaxBytes
-		if maxBytes <= 0 {
-			maxBytes = fetchMaxBytesDefault
+		if maxBytes <= 0 || maxBytes > fetchMaxBytesCap {
+			maxBytes = fetchMaxBytesCap
 		}
 		wake := make(chan struct{}, 1)
 		var watched []*partition.Partition

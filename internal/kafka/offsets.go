@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/group"
 )
 
 func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
@@ -73,6 +75,10 @@ func handleDeleteRecords(s *Server, ctx context.Context, kreq kmsg.Request) resp
 			out.Partition = rp.Partition
 			out.LowWatermark = -1
 			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
+			if kerrv == nil && rt.Topic == group.OffsetsTopic {
+				// Cutting the internal topic would silently drop committed offsets.
+				kerrv = kerr.InvalidTopicException
+			}
 			if kerrv == nil {
 				out.LowWatermark, kerrv = p.DeleteRecords(rp.Offset)
 			}
@@ -92,12 +98,9 @@ func handleInitProducerID(s *Server, ctx context.Context, kreq kmsg.Request) res
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return respond(resp)
 	}
-	// A producer that re-initialises keeps its id with the next epoch (KIP-360), until the
-	// epoch would overflow.
-	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < 32767-1 {
-		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
-		return respond(resp)
-	}
+	// Without transactions every InitProducerId gets a fresh id, whatever id and epoch the
+	// client offers (as Kafka does): echoing a client's id back would let any client fence
+	// another producer or share its id.
 	id, err := s.b.AllocateProducerID()
 	if err != nil {
 		resp.ErrorCode = err.Code.Code

@@ -7,6 +7,7 @@ package kafka
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -126,9 +127,17 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		s.mu.Lock()
+		select {
+		case <-s.done:
+			// Accepted as Close ran: Close has already gone through the connections.
+			s.mu.Unlock()
+			c.Close()
+			return nil
+		default:
+		}
 		s.conns[c] = struct{}{}
-		s.mu.Unlock()
 		s.wg.Add(1)
+		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
 			s.serveConn(c)
@@ -141,8 +150,14 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Close stops accepting, closes every connection and waits for their handlers.
 func (s *Server) Close() {
-	close(s.done)
 	s.mu.Lock()
+	select {
+	case <-s.done:
+		s.mu.Unlock()
+		return
+	default:
+	}
+	close(s.done)
 	if s.ln != nil {
 		s.ln.Close()
 	}
@@ -193,6 +208,10 @@ func (s *Server) serveConn(c net.Conn) {
 		c.Close()
 	}()
 	defer func() {
+		// However reading ended (the client went away, a bad frame, shutdown), responses
+		// still waiting (a JoinGroup in a long rebalance, a long-poll fetch) have no one
+		// to go to: stop their waits before waiting for the writer.
+		cancel()
 		close(slots)
 		<-writerDone
 	}()
@@ -201,9 +220,6 @@ func (s *Server) serveConn(c net.Conn) {
 	var sizeBuf [4]byte
 	for {
 		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
-			// The connection is gone: responses still waiting (a JoinGroup in a long
-			// rebalance, a long-poll fetch) have no one to go to, so stop their waits.
-			cancel()
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
@@ -214,8 +230,8 @@ func (s *Server) serveConn(c net.Conn) {
 		if !budget.acquire(int(size)) {
 			return
 		}
-		frame := make([]byte, size)
-		if _, err := io.ReadFull(r, frame); err != nil {
+		frame, err := readFrame(r, int(size))
+		if err != nil {
 			return
 		}
 		slot, err := s.handleFrame(ctx, frame)
@@ -234,12 +250,35 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 }
 
+// readFrame reads a frame body of the announced size, growing its buffer as bytes arrive,
+// so a client that announces a large frame and sends little costs little memory.
+func readFrame(r io.Reader, size int) ([]byte, error) {
+	const step = 1 << 20
+	if size <= step {
+		frame := make([]byte, size)
+		_, err := io.ReadFull(r, frame)
+		return frame, err
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, step))
+	if _, err := io.CopyN(buf, r, int64(size)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pending, budget *byteBudget) {
 	w := bufio.NewWriterSize(c, 64<<10)
 	var buf []byte
 	for slot := range slots {
 		var resp kmsg.Response
 		if slot.respond != nil {
+			// respond may wait (acks=-1, long-poll fetch, JoinGroup): send what is ready
+			// first, so a finished response never waits behind a slow one.
+			if w.Buffered() > 0 {
+				if err := w.Flush(); err != nil {
+					return
+				}
+			}
 			resp = slot.respond(ctx)
 		}
 		budget.release(slot.inBytes - 4)

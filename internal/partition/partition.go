@@ -380,13 +380,18 @@ func (p *Partition) flush() {
 // stopLoop flushes, stops the flusher and fails every waiter; it reports whether this call
 // was the one that stopped it.
 func (p *Partition) stopLoop() bool {
+	// appendMu keeps an append that already passed the closed check from landing after
+	// the final flush.
+	p.appendMu.Lock()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		p.appendMu.Unlock()
 		return false
 	}
 	p.closed = true
 	p.mu.Unlock()
+	p.appendMu.Unlock()
 	close(p.stop)
 	<-p.done
 	p.mu.Lock()

@@ -377,3 +377,23 @@ func TestEachOpenStartsANewEpoch(t *testing.T) {
 		t.Fatalf("stored batch carries epoch %d, want %d", hdr.LeaderEpoch, second)
 	}
 }
+
+func TestProducersBelowLogStartAreForgotten(t *testing.T) {
+	h := newHarness(t, defaultConfig())
+	h.produce(idem(3, 0, 0, 2), -1)
+	h.produce(kafkatest.Plain(2, 1000).Bytes(), -1)
+	if _, err := h.p.DeleteRecords(2); err != nil {
+		t.Fatal(err)
+	}
+	// Everything producer 3 wrote is gone, so is its state: a continuing sequence now
+	// gets UNKNOWN_PRODUCER_ID (clients reset), and the table does not keep it forever.
+	if r := h.produce(idem(3, 0, 2, 1), -1); r.Err != kerr.UnknownProducerID {
+		t.Fatalf("after its batches were deleted: %+v", r)
+	}
+	h.p.appendMu.Lock()
+	n := len(h.p.producers)
+	h.p.appendMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d producers remembered", n)
+	}
+}

@@ -87,3 +87,14 @@ func (p *Partition) rebuildProducers() error {
 		return nil
 	})
 }
+
+// pruneProducers forgets producers whose last remembered batch ends at or below start,
+// under appendMu. Their next batch with a non-zero sequence gets UNKNOWN_PRODUCER_ID, which
+// clients answer by resetting their sequence.
+func (p *Partition) pruneProducers(start int64) {
+	for id, st := range p.producers {
+		if n := len(st.batches); n == 0 || st.batches[n-1].baseOffset+int64(st.batches[n-1].records) <= start {
+			delete(p.producers, id)
+		}
+	}
+}

@@ -177,7 +177,11 @@ func (p *Partition) EnforceRetention() error {
 	return nil
 }
 
+// setLogStart publishes a new log start, under appendMu. Producers whose every remembered
+// batch now lies below it are forgotten, as Kafka does once their data is gone, so the
+// table does not grow with producers that no longer have anything in the log.
 func (p *Partition) setLogStart(start int64) {
+	p.pruneProducers(start)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if start > p.bounds.LogStart {

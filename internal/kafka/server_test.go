@@ -1,0 +1,99 @@
+package kafka
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func serve(t *testing.T) (*Server, string) {
+	t.Helper()
+	s := newTestServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	t.Cleanup(s.Close)
+	return s, ln.Addr().String()
+}
+
+func writeFrame(t *testing.T, c net.Conn, req kmsg.Request, version int16, corr int32) {
+	t.Helper()
+	body := frame(req, version)
+	binary.BigEndian.PutUint32(body[4:], uint32(corr))
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	if _, err := c.Write(append(out, body...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A finished response must not wait in the write buffer behind a long-poll after it.
+func TestReadyResponseIsNotHeldBehindLongPoll(t *testing.T) {
+	s, addr := serve(t)
+	if _, err := s.b.CreateTopic("lp", 1, 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 5000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "lp"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+
+	start := time.Now()
+	writeFrame(t, c, kmsg.NewPtrApiVersionsRequest(), 3, 1)
+	writeFrame(t, c, fetch, 12, 2)
+	r := bufio.NewReader(c)
+	var hdr [8]byte
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		t.Fatal(err)
+	}
+	if corr := binary.BigEndian.Uint32(hdr[4:]); corr != 1 {
+		t.Fatalf("first response has correlation id %d", corr)
+	}
+	// Against the fetch's 5 s wait: the ApiVersions answer must not have waited for it.
+	if waited := time.Since(start); waited > 2500*time.Millisecond {
+		t.Fatalf("ApiVersions answer took %v, held behind the long-poll", waited)
+	}
+}
+
+func TestCloseEndsParkedWaitsOnBrokenConnections(t *testing.T) {
+	s, addr := serve(t)
+	s.b.CreateTopic("lp", 1, 1, nil, false)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 20000, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "lp"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.PartitionMaxBytes = 1 << 20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	writeFrame(t, c, fetch, 12, 1)
+	// A size prefix with no body: the reader ends mid-frame while the fetch is parked.
+	c.Write([]byte{0, 0, 0, 100})
+	start := time.Now()
+	s.Close()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Close waited %v for a parked 20 s fetch", took)
+	}
+	s.Close() // a second Close is harmless
+}
