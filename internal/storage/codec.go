@@ -80,6 +80,27 @@ func decompressRecords(codec int, src []byte) ([]byte, error) {
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }
 
+// pooledWriter is a stream compressor that can be reused for another output.
+type pooledWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// compressPooled compresses plain with a writer from pool, returning it afterwards.
+func compressPooled(pool *sync.Pool, plain []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := pool.Get().(pooledWriter)
+	defer pool.Put(zw)
+	zw.Reset(&buf)
+	if _, err := zw.Write(plain); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // compressRecords compresses plain records with codec. For snappy it uses the framing of
 // like, the batch's original compressed records: xerial chunks if like had them, else one
 // raw block.
@@ -88,17 +109,7 @@ func compressRecords(codec int, plain, like []byte) ([]byte, error) {
 	case codecNone:
 		return plain, nil
 	case codecGzip:
-		var buf bytes.Buffer
-		zw := gzipWriters.Get().(*gzip.Writer)
-		defer gzipWriters.Put(zw)
-		zw.Reset(&buf)
-		if _, err := zw.Write(plain); err != nil {
-			return nil, err
-		}
-		if err := zw.Close(); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
+		return compressPooled(&gzipWriters, plain)
 	case codecSnappy:
 		if !bytes.HasPrefix(like, xerialMagic) {
 			return snappy.Encode(nil, plain), nil
@@ -117,17 +128,7 @@ func compressRecords(codec int, plain, like []byte) ([]byte, error) {
 		}
 		return out, nil
 	case codecLZ4:
-		var buf bytes.Buffer
-		zw := lz4Writers.Get().(*lz4.Writer)
-		defer lz4Writers.Put(zw)
-		zw.Reset(&buf)
-		if _, err := zw.Write(plain); err != nil {
-			return nil, err
-		}
-		if err := zw.Close(); err != nil {
-			return nil, err
-		}
-		return buf.Bytes(), nil
+		return compressPooled(&lz4Writers, plain)
 	case codecZstd:
 		enc, err := zstdEncoder()
 		if err != nil {
