@@ -299,7 +299,8 @@ func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pendin
 		if _, err := w.Write(buf); err != nil {
 			return
 		}
-		// Flush when nothing else is ready, so pipelined responses share a write.
+		// With nothing queued behind it the response goes out now; otherwise the flush
+		// before the next respond sends it.
 		if len(slots) == 0 {
 			if err := w.Flush(); err != nil {
 				return
