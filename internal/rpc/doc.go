@@ -1,0 +1,50 @@
+// Package rpc owns Cairn's inter-broker transport: the connections between brokers, the
+// framing of what travels on them, the batching of many small messages into one write, and
+// the backpressure a slow peer exerts on its senders.
+//
+// It moves opaque typed messages (a uint8 type and a byte payload) between node ids. It must
+// never know Raft or Kafka semantics, and must never import internal/raft or any package above
+// it; the Raft host (internal/raft) sits on top of it and gives the message types meaning.
+//
+// # Shape
+//
+// A Transport per node listens on one address and keeps exactly one outbound connection per
+// peer, dialled lazily on the first message and redialled with capped exponential backoff after
+// a failure. Each peer has one writer goroutine that drains that peer's queue and writes many
+// messages as one framed batch with one write call. Inbound connections are accepted, checked
+// by a handshake (cluster id, sender and intended receiver node ids), and their batches are
+// handed to the Handler in arrival order, one peer at a time.
+//
+// # Delivery guarantees
+//
+// Delivery is at most once and in order per peer while a connection lasts. Messages are
+// dropped, and counted in PeerStats.Dropped, when a write to the peer fails (the whole batch in
+// flight), when the peer has stayed unreachable for longer than Options.DropAfter (everything
+// queued), and when the peer is removed or the transport is closed. This is acceptable because
+// Raft retransmits whatever it still needs; a caller that needs more must add its own
+// acknowledgements.
+//
+// # Backpressure
+//
+// Each peer's queue is bounded by Options.MaxQueueBytes of encoded message bytes, counting the
+// batch being written. Send never blocks: when the bound would be exceeded it returns
+// ErrBackpressure. SendWait waits for space until its context ends. A peer that stops reading
+// fills its socket buffers, then the writer blocks, then the queue fills, so memory stays
+// bounded by MaxQueueBytes per peer plus one batch buffer.
+//
+// # Wire format (version 1)
+//
+// Everything on a connection is a frame:
+//
+//	frame  = length:uint32 | crc:uint32 | body[length]      (big endian; crc = CRC32C of body)
+//	body   = version:uint8 (=1) | kind:uint8 | ...
+//	hello  (kind 1, dialler → listener)  = from:int32 | to:int32 | clusterLen:uint16 | cluster
+//	ack    (kind 2, listener → dialler)  = status:uint8 (0 ok, 1 refused) | from:int32 |
+//	                                       reasonLen:uint16 | reason
+//	batch  (kind 3, dialler → listener)  = count:uint32 | count × (type:uint8 | len:uint32 | payload)
+//
+// A connection carries traffic in one direction only: the dialler sends a hello, waits for an
+// ack, then sends batches. A frame whose CRC does not match, whose length exceeds the
+// receiver's Options.MaxFrameBytes, whose version or kind is unknown, or whose body does not
+// decode exactly closes the connection; nothing in a bad batch is delivered.
+package rpc
