@@ -374,6 +374,10 @@ func (p *peer) shutdown() {
 	if p.conn != nil {
 		p.conn.Close()
 	}
+	// Wakes SendWait callers too, which then see ErrUnknownPeer or ErrClosed.
+	p.dropQueuedLocked()
+	close(p.space)
+	p.space = make(chan struct{})
 }
 
 // releaseLocked frees n queued bytes and wakes SendWait callers.

@@ -599,3 +599,76 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		n.Close() // idempotent
 	}
 }
+
+func TestSendWaitEndsWhenPeerRemoved(t *testing.T) {
+	o := testOptions(1, nil)
+	o.MaxQueueBytes = encodedSize(10)
+	a := startNode(t, o)
+	a.SetPeer(2, "127.0.0.1:1")
+	if err := a.Send(2, 1, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.SendWait(context.Background(), 2, 1, make([]byte, 10)) }()
+	waitFor(t, 10*time.Second, "SendWait to hit the full queue", func() bool { return peerStats(a, 2).Backpressured >= 1 })
+	a.RemovePeer(2)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnknownPeer) {
+			t.Fatalf("SendWait after RemovePeer: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("SendWait still blocked after RemovePeer")
+	}
+}
+
+// TestHeartbeatsOfManyGroupsOneMessagePerInterval drives the coalescer the way the Raft host
+// will: every tick, 10,000 groups shared with peer 2 (and 2,500 with peer 3) each add a
+// heartbeat, and the flush at the end of the tick sends one message per peer.
+func TestHeartbeatsOfManyGroupsOneMessagePerInterval(t *testing.T) {
+	const (
+		groups = 10000
+		ticks  = 5
+		hbType = 7
+	)
+	rec2, rec3 := &recorder{}, &recorder{}
+	b := startNode(t, testOptions(2, rec2))
+	c := startNode(t, testOptions(3, rec3))
+	a := startNode(t, testOptions(1, nil))
+	a.SetPeer(2, b.Addr().String())
+	a.SetPeer(3, c.Addr().String())
+
+	co := NewHeartbeatCoalescer(0)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for k := 0; k < ticks; k++ {
+		<-tick.C
+		for g := uint64(0); g < groups; g++ {
+			co.Add(2, Heartbeat{Group: g, Term: uint64(k), Commit: g * 10})
+			if g%4 == 0 {
+				co.Add(3, Heartbeat{Group: g, Term: uint64(k), Commit: g})
+			}
+		}
+		if err := co.Flush(func(to int32, p []byte) error { return a.Send(to, hbType, p) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "all ticks' heartbeats", func() bool { return rec2.count(1) == ticks && rec3.count(1) == ticks })
+	for k, m := range rec2.from(1) {
+		hbs, err := DecodeHeartbeats(nil, m.Payload)
+		if err != nil || m.Type != hbType || len(hbs) != groups {
+			t.Fatalf("tick %d: type %d, %d entries, %v", k, m.Type, len(hbs), err)
+		}
+		if hbs[1234] != (Heartbeat{Group: 1234, Term: uint64(k), Commit: 12340}) {
+			t.Fatalf("tick %d: entry %v", k, hbs[1234])
+		}
+	}
+	for _, m := range rec3.from(1) {
+		if hbs, _ := DecodeHeartbeats(nil, m.Payload); len(hbs) != groups/4 {
+			t.Fatalf("peer 3 got %d entries", len(hbs))
+		}
+	}
+	if s := peerStats(a, 2); s.MessagesSent != ticks {
+		t.Fatalf("%d messages to peer 2 for %d ticks", s.MessagesSent, ticks)
+	}
+}
