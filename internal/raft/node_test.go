@@ -190,7 +190,10 @@ func offsetsOf(t *testing.T, ls *LogStorage) []storage.Entry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := ls.Log().LogStartOffset()
+	next := ls.Log().LogEndOffset()
+	if len(ents) > 0 {
+		next = ents[0].BaseOffset // the log start offset may lie inside the first batch
+	}
 	for _, e := range ents {
 		if e.BaseOffset != next {
 			t.Fatalf("index %d: base offset %d, want %d", e.Index, e.BaseOffset, next)
@@ -293,17 +296,26 @@ func TestSingleNodeRawNode(t *testing.T) {
 // sameLogs checks that every node holds the same entries with the same Kafka offsets.
 func sameLogs(t *testing.T, c *cluster) []storage.Entry {
 	t.Helper()
-	ref := offsetsOf(t, c.nodes[1].ls)
+	var ids []uint64
 	for id := uint64(2); id <= uint64(len(c.nodes)); id++ {
+		ids = append(ids, id)
+	}
+	return sameLogsAs(t, c, 1, ids...)
+}
+
+func sameLogsAs(t *testing.T, c *cluster, refID uint64, ids ...uint64) []storage.Entry {
+	t.Helper()
+	ref := offsetsOf(t, c.nodes[refID].ls)
+	for _, id := range ids {
 		got := offsetsOf(t, c.nodes[id].ls)
 		if len(got) != len(ref) {
-			t.Fatalf("node %d holds %d entries, node 1 %d", id, len(got), len(ref))
+			t.Fatalf("node %d holds %d entries, node %d %d", id, len(got), refID, len(ref))
 		}
 		for i := range ref {
 			a, b := ref[i], got[i]
 			if a.Index != b.Index || a.Term != b.Term || a.Type != b.Type || a.BaseOffset != b.BaseOffset ||
 				a.Records != b.Records || string(a.Data) != string(b.Data) {
-				t.Fatalf("node %d index %d differs from node 1: %+v vs %+v", id, a.Index, b, a)
+				t.Fatalf("node %d index %d differs from node %d: %+v vs %+v", id, a.Index, refID, b, a)
 			}
 		}
 	}
@@ -399,4 +411,63 @@ func TestThreeNodesReplicateAndTruncate(t *testing.T) {
 			t.Fatalf("node %d flushed %d", n.id, n.ls.FlushedIndex())
 		}
 	}
+}
+
+// A follower that needs entries the leader no longer holds (its prefix went to retention)
+// is sent a snapshot of the prefix boundary, resets its log there at the right Kafka offset
+// and receives the rest: its log then matches the leader's, offsets included.
+func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	if err := c.nodes[1].rn.Campaign(); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	c.cut[3] = true
+	for i := 0; i < 60; i++ {
+		if err := c.nodes[1].rn.Propose(batch(1+i%4, int64(i))); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			c.settle()
+		}
+	}
+	c.settle()
+	leader := c.nodes[1].ls
+	end := leader.Log().LogEndOffset()
+	if err := leader.Log().AdvanceLogStart(end - 5); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := leader.FirstIndex()
+	if first < 10 {
+		t.Fatalf("retention removed too little: first index %d", first)
+	}
+	snap, err := leader.Snapshot()
+	if err != nil || snap.GetMetadata().GetIndex() != first-1 || len(snap.GetMetadata().GetConfState().GetVoters()) != 3 {
+		t.Fatalf("leader snapshot %v, %v", snap, err)
+	}
+
+	delete(c.cut, 3)
+	for i := 0; i < 3; i++ {
+		c.nodes[1].rn.Tick()
+		c.settle()
+	}
+	f := c.nodes[3].ls
+	if got, _ := f.FirstIndex(); got != first {
+		t.Fatalf("follower first index %d, want %d (snapshot not installed?)", got, first)
+	}
+	sameLogsAs(t, c, 1, 3)
+	if err := c.nodes[1].rn.Propose(batch(2, 9999)); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	sameLogsAs(t, c, 1, 3)
+	if f.Log().LogEndOffset() != end+2 {
+		t.Fatalf("follower log end offset %d, want %d", f.Log().LogEndOffset(), end+2)
+	}
+	// The installed state survives a restart of the follower.
+	c.nodes[3].restart(t, true)
+	if got, _ := c.nodes[3].ls.FirstIndex(); got != first {
+		t.Fatalf("after restart: first index %d, want %d", got, first)
+	}
+	sameLogsAs(t, c, 1, 3)
 }
