@@ -20,7 +20,9 @@
 // Delivery is at most once and in order per peer while a connection lasts. Messages are
 // dropped, and counted in PeerStats.Dropped, when a write to the peer fails (the whole batch in
 // flight), when the peer has stayed unreachable for longer than Options.DropAfter (everything
-// queued), and when the peer is removed or the transport is closed. This is acceptable because
+// queued), and when the peer is removed or the transport is closed. Messages written to a
+// socket just before the connection broke can also be lost without being counted: TCP accepted
+// them, the peer never read them. This is acceptable because
 // Raft retransmits whatever it still needs; a caller that needs more must add its own
 // acknowledgements.
 //

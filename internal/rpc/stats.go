@@ -39,7 +39,8 @@ type PeerStats struct {
 	BatchesReceived  uint64
 
 	// Dropped counts messages discarded: in a batch whose write failed, queued while the peer
-	// stayed unreachable past DropAfter, or queued when the peer was removed.
+	// stayed unreachable past DropAfter, or queued when the peer was removed. Messages lost
+	// inside a connection that broke after they were written are not counted here.
 	Dropped uint64
 	// Backpressured counts Send calls refused with ErrBackpressure.
 	Backpressured uint64
