@@ -161,6 +161,21 @@ func compressionSpec() spec {
 	}}
 }
 
+// timestampTypeSpec accepts only CreateTime: records keep the timestamps their producers
+// gave them. LogAppendTime would need the broker to rewrite batches, which it does not do.
+func timestampTypeSpec() spec {
+	const valid = "CreateTime"
+	return spec{typ: TypeEnum, valid: valid, check: func(name, v string) (string, error) {
+		switch strings.TrimSpace(v) {
+		case "CreateTime":
+			return "CreateTime", nil
+		case "LogAppendTime":
+			return "", refusedValue(name, "LogAppendTime", "Cairn stores batches as produced and does not rewrite their timestamps, so only CreateTime is accepted")
+		}
+		return "", invalid(name, v, valid, "unknown timestamp type")
+	}}
+}
+
 func hasControlOrSpace(s string) bool {
 	for _, r := range s {
 		if unicode.IsControl(r) || unicode.IsSpace(r) {

@@ -4,6 +4,7 @@ package config
 const (
 	TopicCleanupPolicy     = "cleanup.policy"
 	TopicCompressionType   = "compression.type"
+	TopicTimestampType     = "message.timestamp.type"
 	TopicDeleteRetentionMs = "delete.retention.ms"
 	TopicFlushBytes        = "flush.bytes"
 	TopicFlushMs           = "flush.ms"
@@ -20,6 +21,7 @@ const (
 const (
 	ClusterAutoCreateTopicsEnable      = "auto.create.topics.enable"
 	ClusterCompressionType             = "compression.type"
+	ClusterLogMessageTimestampType     = "log.message.timestamp.type"
 	ClusterDefaultReplicationFactor    = "default.replication.factor"
 	ClusterLogCleanerDeleteRetentionMs = "log.cleaner.delete.retention.ms"
 	ClusterLogCleanupPolicy            = "log.cleanup.policy"

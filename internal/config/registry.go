@@ -101,6 +101,9 @@ func build() *registry {
 	add(topicPair(TopicCompressionType, ClusterCompressionType, compressionSpec(), "producer",
 		"Compression of stored batches: producer keeps each batch in the codec the producer chose (compaction rewrites a batch with that same codec).",
 		"storage: batches stored and served as produced")...)
+	add(topicPair(TopicTimestampType, ClusterLogMessageTimestampType, timestampTypeSpec(), "CreateTime",
+		"Which timestamp records carry: CreateTime, the one the producer set, kept as produced.",
+		"storage: batches stored and served as produced")...)
 	add(topicPair(TopicRetentionMs, ClusterLogRetentionMs, numSpec(TypeLong, 1, math.MaxInt64, true), "604800000",
 		"Time-based retention: data older than this many milliseconds is deleted, a whole segment at a time; -1 keeps data regardless of age.",
 		"storage: time retention")...)
@@ -277,7 +280,6 @@ func refusedList() []Refused {
 		{Name: "message.timestamp.after.max.ms", KafkaScope: "topic", Reason: timestamps},
 		{Name: "message.timestamp.before.max.ms", KafkaScope: "topic", Reason: timestamps},
 		{Name: "message.timestamp.difference.max.ms", KafkaScope: "topic", Reason: timestamps},
-		{Name: "message.timestamp.type", KafkaScope: "topic", Reason: timestamps + "; LogAppendTime is not supported"},
 		{Name: "min.cleanable.dirty.ratio", KafkaScope: "topic", Reason: compaction},
 		{Name: "min.compaction.lag.ms", KafkaScope: "topic", Reason: compaction},
 		{Name: "preallocate", KafkaScope: "topic", Reason: "segment files are not preallocated"},
@@ -303,7 +305,6 @@ func refusedList() []Refused {
 		{Name: "log.message.timestamp.after.max.ms", KafkaScope: "broker", Reason: timestamps},
 		{Name: "log.message.timestamp.before.max.ms", KafkaScope: "broker", Reason: timestamps},
 		{Name: "log.message.timestamp.difference.max.ms", KafkaScope: "broker", Reason: timestamps},
-		{Name: "log.message.timestamp.type", KafkaScope: "broker", Reason: timestamps + "; LogAppendTime is not supported"},
 		{Name: "log.preallocate", KafkaScope: "broker", Reason: "segment files are not preallocated"},
 		{Name: "log.retention.hours", KafkaScope: "broker", Reason: "Cairn takes retention in milliseconds only; set log.retention.ms"},
 		{Name: "log.retention.minutes", KafkaScope: "broker", Reason: "Cairn takes retention in milliseconds only; set log.retention.ms"},
@@ -326,5 +327,7 @@ func refusedValues() []RefusedValue {
 	return []RefusedValue{
 		{Name: TopicCompressionType + " (topic and cluster)", Values: "uncompressed, none, gzip, snappy, lz4, zstd",
 			Reason: "Cairn keeps each batch in the codec the producer chose and never converts it to another"},
+		{Name: TopicTimestampType + " (topic) and " + ClusterLogMessageTimestampType + " (cluster)", Values: "LogAppendTime",
+			Reason: "Cairn stores batches as produced and does not rewrite their timestamps"},
 	}
 }

@@ -68,10 +68,10 @@ func TestRegistryInvariants(t *testing.T) {
 func TestAcceptedProperties(t *testing.T) {
 	want := map[Scope][]string{
 		ScopeTopic: {"cleanup.policy", "compression.type", "delete.retention.ms", "flush.bytes", "flush.ms", "max.message.bytes",
-			"min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms", "write.caching"},
+			"message.timestamp.type", "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms", "write.caching"},
 		ScopeCluster: {"auto.create.topics.enable", "compression.type", "default.replication.factor",
 			"group.initial.rebalance.delay.ms", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
-			"log.cleaner.delete.retention.ms", "log.cleanup.policy", "log.flush.interval.bytes", "log.flush.interval.ms", "log.retention.bytes",
+			"log.cleaner.delete.retention.ms", "log.cleanup.policy", "log.flush.interval.bytes", "log.flush.interval.ms", "log.message.timestamp.type", "log.retention.bytes",
 			"log.retention.check.interval.ms", "log.retention.ms", "log.roll.ms", "log.segment.bytes",
 			"message.max.bytes", "min.insync.replicas", "num.partitions",
 			"offset.metadata.max.bytes", "offsets.commit.timeout.ms", "offsets.retention.check.interval.ms",

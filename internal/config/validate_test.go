@@ -25,6 +25,10 @@ var validationCases = map[string][]vcase{
 		bad("", "at least one policy"), bad("delete,", "empty item"), bad("purge", "unknown cleanup policy"),
 		bad("compact,purge", "valid values: delete, compact, compact,delete"),
 	},
+	"message.timestamp.type": {
+		ok("CreateTime", "CreateTime"), ok(" CreateTime ", "CreateTime"),
+		bad("LogAppendTime", "does not rewrite their timestamps"), bad("createtime", "unknown timestamp type"), bad("", "unknown timestamp type"),
+	},
 	"compression.type": {
 		ok("producer", "producer"), ok("PRODUCER", "producer"),
 		bad("gzip", "codec the producer chose"), bad("zstd", "refused"), bad("uncompressed", "refused"),
@@ -218,7 +222,7 @@ func TestNameErrors(t *testing.T) {
 
 		{ScopeTopic, "min.insync.racks", []string{"min.insync.racks is not enforced until rack-aware replication lands; refused rather than ignored"}},
 		{ScopeCluster, "min.insync.racks", []string{"not enforced until rack-aware replication lands"}},
-		{ScopeTopic, "message.timestamp.type", []string{"message.timestamp.type is a Kafka topic property that Cairn does not enforce", "refused rather than silently ignored"}},
+		{ScopeTopic, "message.timestamp.after.max.ms", []string{"message.timestamp.after.max.ms is a Kafka topic property that Cairn does not enforce", "refused rather than silently ignored"}},
 		{ScopeTopic, "unclean.leader.election.enable", []string{"does not enforce", "Raft"}},
 		{ScopeCluster, "unclean.leader.election.enable", []string{"does not enforce"}},
 		{ScopeTopic, "segment.index.bytes", []string{"does not enforce"}},
