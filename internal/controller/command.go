@@ -1,0 +1,217 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Version is the encoding version of commands and snapshots. A decoder refuses any other
+// version with ErrUnsupportedVersion: a replica that cannot understand a committed entry
+// must stop rather than skip it and diverge.
+const Version = 1
+
+// ErrUnsupportedVersion reports a command or snapshot of an encoding version this build
+// does not know.
+var ErrUnsupportedVersion = errors.New("controller: unsupported encoding version")
+
+// ErrMalformed reports bytes that are not a well-formed command or snapshot.
+var ErrMalformed = errors.New("controller: malformed encoding")
+
+// TopicID is a topic's 16-byte id (Kafka's topic UUID). It encodes as 32 hex digits.
+type TopicID [16]byte
+
+// IsZero reports whether id is the all-zero id, which no topic may have.
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// String returns the id as 32 hex digits.
+func (id TopicID) String() string { return hex.EncodeToString(id[:]) }
+
+// MarshalText encodes the id as 32 hex digits.
+func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText decodes 32 hex digits.
+func (id *TopicID) UnmarshalText(b []byte) error {
+	if len(b) != 32 {
+		return fmt.Errorf("topic id must be 32 hex digits, got %d characters", len(b))
+	}
+	var out TopicID
+	if _, err := hex.Decode(out[:], b); err != nil {
+		return err
+	}
+	*id = out
+	return nil
+}
+
+// Command is one change to the cluster metadata: the payload of a group-0 Raft entry.
+type Command interface {
+	op() string
+}
+
+// SetClusterID names the cluster. It must be the first command of the log; every other
+// command is refused until it has been applied.
+type SetClusterID struct {
+	ClusterID string `json:"cluster_id"`
+}
+
+// RegisterBroker adds a broker or, with a higher incarnation, updates a restarted one. A
+// registered broker is live.
+type RegisterBroker struct {
+	ID          int32  `json:"id"`
+	KafkaAddr   string `json:"kafka_addr"`
+	RPCAddr     string `json:"rpc_addr"`
+	Rack        string `json:"rack,omitempty"`
+	Incarnation uint64 `json:"incarnation"`
+}
+
+// SetBrokerLiveness records the controller leader's verdict on a broker's liveness. The
+// incarnation must match the registered one, so that a verdict about a previous life of the
+// broker does not fence its new one.
+type SetBrokerLiveness struct {
+	ID          int32  `json:"id"`
+	Incarnation uint64 `json:"incarnation"`
+	Live        bool   `json:"live"`
+}
+
+// CreateTopic creates a topic. The proposer computes Assignment with Place; apply checks it
+// names registered, distinct brokers, RF per partition.
+type CreateTopic struct {
+	Name       string            `json:"name"`
+	ID         TopicID           `json:"id"`
+	Partitions int32             `json:"partitions"`
+	RF         int16             `json:"rf"`
+	Configs    map[string]string `json:"configs,omitempty"`
+	Assignment [][]int32         `json:"assignment"`
+}
+
+// DeleteTopic deletes a topic. A non-zero ID must match the topic's id.
+type DeleteTopic struct {
+	Name string  `json:"name"`
+	ID   TopicID `json:"id"`
+}
+
+// CreatePartitions appends partitions to a topic; NewAssignment holds the replicas of each
+// added partition, in order.
+type CreatePartitions struct {
+	Name          string    `json:"name"`
+	NewAssignment [][]int32 `json:"new_assignment"`
+}
+
+// SetTopicConfig changes a topic's config overrides: with Replace the overrides become
+// exactly Overrides (AlterConfigs); otherwise Overrides are set and Delete removed
+// (IncrementalAlterConfigs).
+type SetTopicConfig struct {
+	Name      string            `json:"name"`
+	Overrides map[string]string `json:"overrides,omitempty"`
+	Delete    []string          `json:"delete,omitempty"`
+	Replace   bool              `json:"replace,omitempty"`
+}
+
+// SetClusterConfig changes the cluster config overrides, as SetTopicConfig does a topic's.
+type SetClusterConfig struct {
+	Overrides map[string]string `json:"overrides,omitempty"`
+	Delete    []string          `json:"delete,omitempty"`
+	Replace   bool              `json:"replace,omitempty"`
+}
+
+// AllocateProducerIDBlock hands a broker the next Size producer ids; Result.ProducerIDs
+// holds the block.
+type AllocateProducerIDBlock struct {
+	Broker int32 `json:"broker"`
+	Size   int32 `json:"size"`
+}
+
+// ReassignPartition replaces one partition's replica list (for partition moves). The list
+// keeps the topic's replication factor.
+type ReassignPartition struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+}
+
+func (SetClusterID) op() string            { return "set_cluster_id" }
+func (RegisterBroker) op() string          { return "register_broker" }
+func (SetBrokerLiveness) op() string       { return "set_broker_liveness" }
+func (CreateTopic) op() string             { return "create_topic" }
+func (DeleteTopic) op() string             { return "delete_topic" }
+func (CreatePartitions) op() string        { return "create_partitions" }
+func (SetTopicConfig) op() string          { return "set_topic_config" }
+func (SetClusterConfig) op() string        { return "set_cluster_config" }
+func (AllocateProducerIDBlock) op() string { return "allocate_producer_id_block" }
+func (ReassignPartition) op() string       { return "reassign_partition" }
+
+var decoders = map[string]func() Command{
+	"set_cluster_id":             func() Command { return &SetClusterID{} },
+	"register_broker":            func() Command { return &RegisterBroker{} },
+	"set_broker_liveness":        func() Command { return &SetBrokerLiveness{} },
+	"create_topic":               func() Command { return &CreateTopic{} },
+	"delete_topic":               func() Command { return &DeleteTopic{} },
+	"create_partitions":          func() Command { return &CreatePartitions{} },
+	"set_topic_config":           func() Command { return &SetTopicConfig{} },
+	"set_cluster_config":         func() Command { return &SetClusterConfig{} },
+	"allocate_producer_id_block": func() Command { return &AllocateProducerIDBlock{} },
+	"reassign_partition":         func() Command { return &ReassignPartition{} },
+}
+
+// envelope is the encoded form of a command: {"v":1,"op":"create_topic","body":{...}}.
+// encoding/json writes struct fields in declaration order and map keys sorted, so the
+// encoding of a command is deterministic.
+type envelope struct {
+	V    int             `json:"v"`
+	Op   string          `json:"op"`
+	Body json.RawMessage `json:"body"`
+}
+
+// EncodeCommand encodes c as a Raft entry payload. c may be a command value or a pointer to
+// one.
+func EncodeCommand(c Command) ([]byte, error) {
+	if c == nil {
+		return nil, errors.New("controller: nil command")
+	}
+	body, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(envelope{V: Version, Op: c.op(), Body: body})
+}
+
+// DecodeCommand decodes a payload written by EncodeCommand. It returns a pointer to the
+// command struct (for example *CreateTopic). Unknown fields, unknown ops and trailing bytes
+// are ErrMalformed; another version is ErrUnsupportedVersion. It never panics.
+func DecodeCommand(b []byte) (Command, error) {
+	var env envelope
+	if err := strictUnmarshal(b, &env); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if env.V != Version {
+		return nil, fmt.Errorf("%w: command version %d, this build knows %d", ErrUnsupportedVersion, env.V, Version)
+	}
+	mk, ok := decoders[env.Op]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown command %q", ErrMalformed, env.Op)
+	}
+	c := mk()
+	if err := strictUnmarshal(env.Body, c); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, env.Op, err)
+	}
+	return c, nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	if len(b) == 0 {
+		return errors.New("empty")
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	var rest json.RawMessage
+	if err := d.Decode(&rest); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data")
+	}
+	return nil
+}
