@@ -9,7 +9,7 @@ import (
 	"io"
 )
 
-// Version is the encoding version of commands and snapshots. A decoder refuses any other
+// Version is the encoding version of commands and snapshots. A decoder refuses a higher
 // version with ErrUnsupportedVersion: a replica that cannot understand a committed entry
 // must stop rather than skip it and diverge.
 const Version = 1
@@ -186,8 +186,8 @@ func DecodeCommand(b []byte) (Command, error) {
 	if err := strictUnmarshal(b, &env); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
-	if env.V != Version {
-		return nil, fmt.Errorf("%w: command version %d, this build knows %d", ErrUnsupportedVersion, env.V, Version)
+	if err := checkVersion(env.V); err != nil {
+		return nil, fmt.Errorf("command: %w", err)
 	}
 	mk, ok := decoders[env.Op]
 	if !ok {
@@ -198,6 +198,18 @@ func DecodeCommand(b []byte) (Command, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, env.Op, err)
 	}
 	return c, nil
+}
+
+// checkVersion accepts Version. A missing or non-positive version is garbage (ErrMalformed);
+// a higher one comes from a newer build (ErrUnsupportedVersion).
+func checkVersion(v int) error {
+	switch {
+	case v < 1:
+		return fmt.Errorf("%w: version %d", ErrMalformed, v)
+	case v > Version:
+		return fmt.Errorf("%w: version %d, this build knows %d", ErrUnsupportedVersion, v, Version)
+	}
+	return nil
 }
 
 func strictUnmarshal(b []byte, v any) error {

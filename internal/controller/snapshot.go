@@ -44,8 +44,8 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	if err := strictUnmarshal(b, &snap); err != nil {
 		return nil, fmt.Errorf("%w: snapshot: %v", ErrMalformed, err)
 	}
-	if snap.V != Version {
-		return nil, fmt.Errorf("%w: snapshot version %d, this build knows %d", ErrUnsupportedVersion, snap.V, Version)
+	if err := checkVersion(snap.V); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	bad := func(format string, args ...any) (*State, error) {
 		return nil, fmt.Errorf("%w: snapshot: %s", ErrMalformed, fmt.Sprintf(format, args...))

@@ -11,12 +11,12 @@ import (
 
 // harness applies commands at rising indexes.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	s     *State
 	index uint64
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	h := &harness{t: t, s: New()}
 	h.ok(SetClusterID{ClusterID: "cairn-test"})
@@ -167,7 +167,10 @@ func TestCommands(t *testing.T) {
 		{name: "topic config incremental", steps: []step{
 			{SetTopicConfig{Name: "t", Overrides: map[string]string{"a": "1", "b": "2"}}, nil, ""},
 			{SetTopicConfig{Name: "t", Overrides: map[string]string{"c": "3"}, Delete: []string{"a", "zz"}}, nil, ""}},
-			check: func(t *testing.T, s *State) { c, _ := s.TopicConfig("t"); eq(t, c, map[string]string{"b": "2", "c": "3"}) }},
+			check: func(t *testing.T, s *State) {
+				c, _ := s.TopicConfig("t")
+				eq(t, c, map[string]string{"b": "2", "c": "3"})
+			}},
 		{name: "topic config replace", steps: []step{
 			{SetTopicConfig{Name: "t", Overrides: map[string]string{"a": "1", "b": "2"}}, nil, ""},
 			{SetTopicConfig{Name: "t", Overrides: map[string]string{"c": "3"}, Replace: true}, nil, ""}},

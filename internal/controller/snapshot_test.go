@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func richState(t testing.TB) *harness {
+	t.Helper()
+	h := newHarness(t)
+	h.brokers(5, "a", "b", "")
+	h.ok(SetBrokerLiveness{ID: 4, Incarnation: 1, Live: false})
+	h.ok(CreateTopic{Name: "orders", ID: tid(1), Partitions: 3, RF: 2, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"},
+		Assignment: [][]int32{{1, 2}, {2, 3}, {3, 1}}})
+	h.ok(topicCmd("logs", 2, []int32{5}))
+	h.ok(CreatePartitions{Name: "logs", NewAssignment: [][]int32{{4}}})
+	h.ok(SetClusterConfig{Overrides: map[string]string{"write_caching_default": "true"}})
+	h.ok(AllocateProducerIDBlock{Broker: 2, Size: 1000})
+	h.ok(ReassignPartition{Topic: "orders", Partition: 0, Replicas: []int32{5, 1}})
+	return h
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	h := richState(t)
+	snap, err := h.s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeSnapshot(snap)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, snap)
+	}
+	again, _ := got.Snapshot()
+	eq(t, string(again), string(snap))
+	eq(t, got.AppliedIndex(), h.s.AppliedIndex())
+	eq(t, got.ClusterID(), h.s.ClusterID())
+	eq(t, got.Brokers(), h.s.Brokers())
+	eq(t, got.LiveBrokers(), h.s.LiveBrokers())
+	eq(t, got.Topics(), h.s.Topics())
+	eq(t, got.ClusterConfig(), h.s.ClusterConfig())
+	eq(t, got.NextProducerID(), h.s.NextProducerID())
+	eq(t, got.ReplicaLoad(), h.s.ReplicaLoad())
+	eq(t, got.topicIDs, h.s.topicIDs)
+
+	// The restored state goes on exactly as the original: same results, same bytes.
+	r := New()
+	if err := r.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	next := mustEncode(t, AllocateProducerIDBlock{Broker: 1, Size: 7})
+	idx := h.s.AppliedIndex()
+	r1, _ := h.s.Apply(idx+1, next)
+	r2, _ := r.Apply(idx+1, next)
+	eq(t, r1, r2)
+	// An index the snapshot covers is skipped by the restored state.
+	r3, _ := r.Apply(idx, next)
+	eq(t, r3.Skipped, true)
+	s1, _ := h.s.Snapshot()
+	s2, _ := r.Snapshot()
+	eq(t, string(s1), string(s2))
+}
+
+func TestSnapshotEmptyState(t *testing.T) {
+	snap, _ := New().Snapshot()
+	s, err := DecodeSnapshot(snap)
+	if err != nil {
+		t.Fatalf("%v: %s", err, snap)
+	}
+	again, _ := s.Snapshot()
+	eq(t, string(again), string(snap))
+}
+
+func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
+	h := richState(t)
+	good, _ := h.s.Snapshot()
+	corrupt := func(old, new string) string {
+		if !strings.Contains(string(good), old) {
+			t.Fatalf("snapshot lacks %q: %s", old, good)
+		}
+		return strings.Replace(string(good), old, new, 1)
+	}
+	cases := map[string]struct {
+		in   string
+		want error
+	}{
+		"garbage":             {"{", ErrMalformed},
+		"future version":      {corrupt(`"v":1`, `"v":9`), ErrUnsupportedVersion},
+		"unknown broker":      {corrupt(`"assignment":[[5,1]`, `"assignment":[[6,1]`), ErrMalformed},
+		"duplicate replica":   {corrupt(`"assignment":[[5,1]`, `"assignment":[[1,1]`), ErrMalformed},
+		"wrong rf":            {corrupt(`"assignment":[[5,1]`, `"assignment":[[5]`), ErrMalformed},
+		"duplicate broker":    {corrupt(`{"id":2,`, `{"id":1,`), ErrMalformed},
+		"negative broker":     {corrupt(`{"id":2,`, `{"id":-2,`), ErrMalformed},
+		"duplicate topic":     {corrupt(`"name":"orders"`, `"name":"logs"`), ErrMalformed},
+		"bad topic name":      {corrupt(`"name":"orders"`, `"name":"or/ders"`), ErrMalformed},
+		"duplicate topic id":  {corrupt(tid(2).String(), tid(1).String()), ErrMalformed},
+		"zero topic id":       {corrupt(tid(2).String(), TopicID{}.String()), ErrMalformed},
+		"zero rf":             {corrupt(`"rf":1`, `"rf":0`), ErrMalformed},
+		"no partitions":       {corrupt(`"assignment":[[5],[4]]`, `"assignment":[]`), ErrMalformed},
+		"negative pid":        {corrupt(`"next_producer_id":1000`, `"next_producer_id":-1`), ErrMalformed},
+		"no cluster id":       {corrupt(`"cluster_id":"cairn-test"`, `"cluster_id":""`), ErrMalformed},
+		"empty config name":   {corrupt(`"write_caching_default"`, `""`), ErrMalformed},
+		"unknown field":       {corrupt(`"applied":`, `"x":1,"applied":`), ErrMalformed},
+		"empty topic config":  {corrupt(`"retention.ms"`, `""`), ErrMalformed},
+		"trailing data":       {string(good) + "[]", ErrMalformed},
+		"null":                {"null", ErrMalformed},
+		"topics not an array": {corrupt(`"topics":[`, `"topics":{"a":`), ErrMalformed},
+	}
+	for name, tc := range cases {
+		s := New()
+		err := s.Restore([]byte(tc.in))
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v, want %v", name, err, tc.want)
+			continue
+		}
+		if s.AppliedIndex() != 0 || s.ClusterID() != "" {
+			t.Errorf("%s: a refused restore changed the state", name)
+		}
+	}
+	// A state that refuses a restore keeps what it had.
+	before, _ := h.s.Snapshot()
+	if err := h.s.Restore([]byte("{}")); err == nil {
+		t.Fatal("restored {}")
+	}
+	after, _ := h.s.Snapshot()
+	eq(t, string(after), string(before))
+}
