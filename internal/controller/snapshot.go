@@ -73,9 +73,18 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		if _, dup := s.brokers[br.ID]; dup {
 			return bad("broker %d listed twice", br.ID)
 		}
+		if br.KafkaAddr == "" || br.RPCAddr == "" {
+			return bad("broker %d has no Kafka or RPC address", br.ID)
+		}
 		b := br
 		s.brokers[b.ID] = &b
 	}
+	for _, b := range s.brokers {
+		if other := addrConflict(s.brokers, b.ID, b.KafkaAddr, b.RPCAddr); b.Live && other >= 0 {
+			return bad("live brokers %d and %d share an address", b.ID, other)
+		}
+	}
+	metricNames := map[string]string{}
 	for _, tp := range snap.Topics {
 		if e := checkTopicName(tp.Name); e != nil {
 			return bad("%s", e.msg)
@@ -103,6 +112,10 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		if e := checkConfigKeys(tp.Configs, nil); e != nil {
 			return bad("topic %q: %s", tp.Name, e.msg)
 		}
+		if other, ok := metricNames[metricName(tp.Name)]; ok {
+			return bad("topics %q and %q collide", tp.Name, other)
+		}
+		metricNames[metricName(tp.Name)] = tp.Name
 		t := tp.clone()
 		s.topics[t.Name] = &t
 		s.topicIDs[t.ID] = t.Name

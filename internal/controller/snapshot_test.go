@@ -14,6 +14,7 @@ func richState(t testing.TB) *harness {
 	h.ok(CreateTopic{Name: "orders", ID: tid(1), Partitions: 3, RF: 2, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"},
 		Assignment: [][]int32{{1, 2}, {2, 3}, {3, 1}}})
 	h.ok(topicCmd("logs", 2, []int32{5}))
+	h.ok(topicCmd("my.topic", 3, []int32{1}))
 	h.ok(CreatePartitions{Name: "logs", NewAssignment: [][]int32{{4}}})
 	h.ok(SetClusterConfig{Overrides: map[string]string{"write_caching_default": "true"}})
 	h.ok(AllocateProducerIDBlock{Broker: 2, Size: 1000})
@@ -92,6 +93,9 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		"duplicate broker":    {corrupt(`{"id":2,`, `{"id":1,`), ErrMalformed},
 		"negative broker":     {corrupt(`{"id":2,`, `{"id":-2,`), ErrMalformed},
 		"duplicate topic":     {corrupt(`"name":"orders"`, `"name":"logs"`), ErrMalformed},
+		"colliding topics":    {corrupt(`"name":"orders"`, `"name":"my_topic"`), ErrMalformed},
+		"colliding live addr": {corrupt(`"kafka_addr":"`+addr("k", 2)+`"`, `"kafka_addr":"`+addr("k", 1)+`"`), ErrMalformed},
+		"no address":          {corrupt(`"rpc_addr":"`+addr("r", 2)+`"`, `"rpc_addr":""`), ErrMalformed},
 		"bad topic name":      {corrupt(`"name":"orders"`, `"name":"or/ders"`), ErrMalformed},
 		"duplicate topic id":  {corrupt(tid(2).String(), tid(1).String()), ErrMalformed},
 		"zero topic id":       {corrupt(tid(2).String(), TopicID{}.String()), ErrMalformed},

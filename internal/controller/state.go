@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -192,10 +193,8 @@ func (s *State) registerBroker(c *RegisterBroker) *applyErr {
 	if c.KafkaAddr == "" || c.RPCAddr == "" {
 		return reject(kerr.InvalidRequest, "broker %d registers without a Kafka or RPC address", c.ID)
 	}
-	for _, b := range s.brokers {
-		if b.ID != c.ID && b.Live && (b.RPCAddr == c.RPCAddr || b.KafkaAddr == c.KafkaAddr) {
-			return reject(kerr.DuplicateBrokerRegistration, "live broker %d already uses the address of broker %d", b.ID, c.ID)
-		}
+	if other := addrConflict(s.brokers, c.ID, c.KafkaAddr, c.RPCAddr); other >= 0 {
+		return reject(kerr.DuplicateBrokerRegistration, "live broker %d already uses an address of broker %d", other, c.ID)
 	}
 	if old, ok := s.brokers[c.ID]; ok && c.Incarnation <= old.Incarnation {
 		return reject(kerr.DuplicateBrokerRegistration, "broker %d is registered with incarnation %d; %d is not newer", c.ID, old.Incarnation, c.Incarnation)
@@ -212,8 +211,25 @@ func (s *State) setBrokerLiveness(c *SetBrokerLiveness) *applyErr {
 	if c.Incarnation != b.Incarnation {
 		return reject(kerr.StaleBrokerEpoch, "broker %d is at incarnation %d, not %d", c.ID, b.Incarnation, c.Incarnation)
 	}
+	if c.Live && !b.Live {
+		if other := addrConflict(s.brokers, b.ID, b.KafkaAddr, b.RPCAddr); other >= 0 {
+			return reject(kerr.DuplicateBrokerRegistration, "live broker %d has taken over an address of broker %d", other, b.ID)
+		}
+	}
 	b.Live = c.Live
 	return nil
+}
+
+// addrConflict returns the lowest id of a live broker other than id that uses kafka or rpc
+// as its address, or -1. No two live brokers share an address.
+func addrConflict(brokers map[int32]*Broker, id int32, kafka, rpc string) int32 {
+	found := int32(-1)
+	for _, b := range brokers {
+		if b.ID != id && b.Live && (b.RPCAddr == rpc || b.KafkaAddr == kafka) && (found < 0 || b.ID < found) {
+			found = b.ID
+		}
+	}
+	return found
 }
 
 var legalTopicName = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
@@ -231,6 +247,8 @@ func checkTopicName(name string) *applyErr {
 	}
 	return nil
 }
+
+func metricName(topic string) string { return strings.ReplaceAll(topic, ".", "_") }
 
 func checkConfigKeys(m map[string]string, del []string) *applyErr {
 	for k := range m {
@@ -266,6 +284,13 @@ func (s *State) createTopic(c *CreateTopic) *applyErr {
 	}
 	if _, ok := s.topics[c.Name]; ok {
 		return reject(kerr.TopicAlreadyExists, "topic %q already exists", c.Name)
+	}
+	// As in Kafka, '.' and '_' collide: both become '_' in metric names.
+	key := metricName(c.Name)
+	for name := range s.topics {
+		if metricName(name) == key {
+			return reject(kerr.InvalidTopicException, "topic %q collides with existing topic %q ('.' and '_' are alike in metric names)", c.Name, name)
+		}
 	}
 	if c.ID.IsZero() {
 		return reject(kerr.InvalidRequest, "topic %q has the zero topic id", c.Name)
@@ -520,4 +545,16 @@ func (s *State) ReplicaLoad() map[int32]int {
 		}
 	}
 	return load
+}
+
+// Placement returns what Place needs to place new partitions: the live brokers and the
+// replicas every registered broker holds. The proposer checks rf against the live brokers
+// here; Apply only checks that an assignment names registered brokers.
+func (s *State) Placement() ([]BrokerInfo, map[int32]int) {
+	live := s.LiveBrokers()
+	out := make([]BrokerInfo, len(live))
+	for i, b := range live {
+		out[i] = BrokerInfo{ID: b.ID, Rack: b.Rack}
+	}
+	return out, s.ReplicaLoad()
 }

@@ -105,6 +105,15 @@ func TestCommands(t *testing.T) {
 		{name: "register on a dead broker's address", steps: []step{
 			{SetBrokerLiveness{ID: 1, Incarnation: 1}, nil, ""},
 			{RegisterBroker{ID: 9, KafkaAddr: addr("k", 1), RPCAddr: addr("r", 1), Incarnation: 1}, nil, ""}}},
+		{name: "revive on an address taken over", steps: []step{
+			{SetBrokerLiveness{ID: 1, Incarnation: 1}, nil, ""},
+			{RegisterBroker{ID: 9, KafkaAddr: addr("k", 1), RPCAddr: "other:1", Incarnation: 1}, nil, ""},
+			{SetBrokerLiveness{ID: 1, Incarnation: 1, Live: true}, kerr.DuplicateBrokerRegistration, "broker 9"}}},
+		{name: "conflict names the lowest live broker", steps: []step{
+			{RegisterBroker{ID: 9, KafkaAddr: addr("k", 3), RPCAddr: addr("r", 2), Incarnation: 1}, kerr.DuplicateBrokerRegistration, "live broker 2 "}}},
+		{name: "create colliding topic name", steps: []step{
+			{topicCmd("a.b", 2, []int32{1}), nil, ""},
+			{topicCmd("a_b", 3, []int32{1}), kerr.InvalidTopicException, "collides with existing topic \"a.b\""}}},
 		{name: "liveness down and up", steps: []step{{SetBrokerLiveness{ID: 3, Incarnation: 1, Live: false}, nil, ""}},
 			check: func(t *testing.T, s *State) {
 				eq(t, len(s.Brokers()), 3)
@@ -353,6 +362,16 @@ func TestReplicaLoad(t *testing.T) {
 	h.ok(topicCmd("a", 1, []int32{1, 2}, []int32{2, 3}))
 	h.ok(topicCmd("b", 2, []int32{2}))
 	eq(t, h.s.ReplicaLoad(), map[int32]int{1: 1, 2: 3, 3: 1, 4: 0})
+}
+
+func TestPlacementInput(t *testing.T) {
+	h := newHarness(t)
+	h.brokers(3, "a", "b")
+	h.ok(SetBrokerLiveness{ID: 2, Incarnation: 1})
+	h.ok(topicCmd("t", 1, []int32{2, 3}))
+	brokers, load := h.s.Placement()
+	eq(t, brokers, []BrokerInfo{{ID: 1, Rack: "a"}, {ID: 3, Rack: "a"}})
+	eq(t, load, map[int32]int{1: 0, 2: 1, 3: 1})
 }
 
 func TestConcurrentReadsDuringApply(t *testing.T) {
