@@ -65,8 +65,8 @@ type placeBroker struct {
 // When every rack holds the same number of brokers (including: no broker has a rack, or
 // all share one), also: the replicas of the new partitions differ in count by at most one
 // between any two brokers. Brokers are then laid out rack by rack in turn (least loaded
-// first within each rack) and replica slots are dealt round robin, so existing load only
-// decides who receives the remainder.
+// first within each rack) and replica slots are dealt round robin from position seed, so
+// existing load only decides who receives the remainder: with seed 0, the least loaded.
 //
 // When racks differ in size, per-broker balance cannot hold in general (with racks {a} and
 // {b, c, d} and rf=2, the lone broker of rack a holds every partition). Placement is then

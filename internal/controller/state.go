@@ -34,6 +34,10 @@ type Topic struct {
 	Assignment [][]int32         `json:"assignment"`
 }
 
+// Internal reports whether the topic is internal (its name starts with "__", as
+// __consumer_offsets).
+func (t Topic) Internal() bool { return strings.HasPrefix(t.Name, "__") }
+
 // Partitions returns the topic's partition count.
 func (t Topic) Partitions() int32 { return int32(len(t.Assignment)) }
 
@@ -533,6 +537,10 @@ func (s *State) NextProducerID() int64 {
 func (s *State) ReplicaLoad() map[int32]int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.replicaLoad()
+}
+
+func (s *State) replicaLoad() map[int32]int {
 	load := make(map[int32]int, len(s.brokers))
 	for id := range s.brokers {
 		load[id] = 0
@@ -551,10 +559,14 @@ func (s *State) ReplicaLoad() map[int32]int {
 // replicas every registered broker holds. The proposer checks rf against the live brokers
 // here; Apply only checks that an assignment names registered brokers.
 func (s *State) Placement() ([]BrokerInfo, map[int32]int) {
-	live := s.LiveBrokers()
-	out := make([]BrokerInfo, len(live))
-	for i, b := range live {
-		out[i] = BrokerInfo{ID: b.ID, Rack: b.Rack}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var live []BrokerInfo
+	for _, b := range s.brokers {
+		if b.Live {
+			live = append(live, BrokerInfo{ID: b.ID, Rack: b.Rack})
+		}
 	}
-	return out, s.ReplicaLoad()
+	sort.Slice(live, func(i, j int) bool { return live[i].ID < live[j].ID })
+	return live, s.replicaLoad()
 }

@@ -374,6 +374,11 @@ func TestPlacementInput(t *testing.T) {
 	eq(t, load, map[int32]int{1: 0, 2: 1, 3: 1})
 }
 
+func TestInternalTopic(t *testing.T) {
+	eq(t, Topic{Name: "__consumer_offsets"}.Internal(), true)
+	eq(t, Topic{Name: "_x"}.Internal(), false)
+}
+
 func TestConcurrentReadsDuringApply(t *testing.T) {
 	h := newHarness(t)
 	h.brokers(3)
