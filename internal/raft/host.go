@@ -1,0 +1,1133 @@
+package raft
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/quorum"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+)
+
+// The multi-raft host.
+//
+// One Host per broker drives every Raft group the broker holds a replica of. Groups have
+// no goroutines of their own: a fixed pool of workers takes group ids off a ready queue (a
+// group is queued when it has work: an incoming message, a proposal, a tick that produced
+// work, a finished flush), and a fixed pool of flushers makes appended entries durable.
+// One ticker goroutine ticks every group.
+//
+// # The write path of one group (AsyncStorageWrites)
+//
+// A worker steps the group's inputs into its RawNode and handles each Ready:
+//
+//  1. MsgStorageAppend: the snapshot (if any) and the entries are written to the log at
+//     once (LogStorage.Append: the log end moves, nothing is durable yet). A follower then
+//     sends its leader a WrittenReport for every MsgAppResp the message carries: "written
+//     up to N in your term T", before any fsync. The message's HardState and responses are
+//     queued for the group's flusher.
+//  2. The flusher takes every queued record of the group (several Readys become one
+//     fsync: group commit), calls LogStorage.Flush, then SetHardState with the newest
+//     HardState among them, and only then delivers the responses: local ones (the
+//     leader's self-acknowledgement MsgAppResp, MsgStorageAppendResp, a self vote) back
+//     to the group's inbox, remote ones (MsgAppResp, vote responses) to the transport.
+//     Because the HardState is persisted after the flush that covers every entry its
+//     commit index can name, a persisted commit index never gets ahead of the flushed
+//     log (which Open would reject with ErrStateAhead).
+//  3. MsgStorageApply: committed entries are applied inline (configuration changes
+//     through RawNode.ApplyConfChange and LogStorage.SetConfState, then the group's
+//     ApplyFunc) and the responses stepped back at once.
+//  4. Messages to other nodes go to the transport.
+//
+// # Why raft's commit index is flush-aware here
+//
+// raft advances a leader's commit index from the Match of each voter's Progress. A
+// follower's Match moves only on its MsgAppResp, and the leader's own Match only on the
+// MsgAppResp it sends itself; with AsyncStorageWrites both are responses inside a
+// MsgStorageAppend, and the host delivers those only after the flush that covers the
+// entries (step 2). So the leader's own unflushed entries never count, and a follower's
+// count only once it has flushed them: committed = the joint quorum of min(flushed, match).
+//
+// # The majority-replicated boundary
+//
+// That boundary lives above the library (DESIGN.md §2): followers report written (not
+// flushed) indexes, and the leader takes the joint quorum (quorum.JointConfig.
+// CommittedIndex) over {its own written index, each follower's largest report for the
+// current term, raft's Match as a floor}. The result counts only if the entry at that
+// index has the current term (as raft does for commit); otherwise the boundary stays
+// where it was. It is never below the commit index. Reports are reset when the term or
+// the role changes.
+
+// MessageSender carries a host's traffic to another host. Send must not block for long;
+// it may drop (raft recovers from lost messages). Send takes ownership of b.
+type MessageSender interface {
+	Send(to uint64, b *Batch)
+}
+
+// GroupMessage is one raft message of one group.
+type GroupMessage struct {
+	Group uint64
+	Msg   *pb.Message
+}
+
+// WrittenReport is a follower's report to the leader of Group that its log holds the
+// leader's entries up to Index (written, maybe not yet fsynced), sent in leader term Term.
+type WrittenReport struct {
+	Group, Term, Index uint64
+}
+
+// Batch is what one host sends another in one go: raft messages of any number of groups
+// and host-level written reports (at most one per group).
+type Batch struct {
+	From     uint64
+	Messages []GroupMessage
+	Written  []WrittenReport
+}
+
+// ApplyFunc is called by a worker with the committed entries of a group, in order (data
+// and internal entries alike). It must not block for long. After a restart, entries above
+// the last configuration change are delivered again (the log is the state machine).
+type ApplyFunc func(group uint64, ents []*pb.Entry)
+
+// HostOptions configures a Host.
+type HostOptions struct {
+	NodeID    uint64
+	Transport MessageSender
+	// TickInterval is the length of a raft tick (default 100ms).
+	TickInterval time.Duration
+	// ElectionTicks and HeartbeatTicks are raft's ElectionTick and HeartbeatTick
+	// (default 10 and 1).
+	ElectionTicks, HeartbeatTicks int
+	// Workers is the size of the worker pool, and of the flusher pool (default GOMAXPROCS).
+	Workers int
+	// Logger is raft's logger (default: discard everything but panics).
+	Logger etcdraft.Logger
+	// MaxSizePerMsg and MaxInflightMsgs bound replication traffic (default 1 MiB, 256).
+	MaxSizePerMsg   uint64
+	MaxInflightMsgs int
+
+	// flushGate, if set, is called by a flusher before it flushes a group (tests hold
+	// flushes with it).
+	flushGate func(group uint64)
+}
+
+// Errors returned by the host.
+var (
+	ErrHostClosed    = errors.New("raft: host closed")
+	ErrGroupExists   = errors.New("raft: group already exists")
+	ErrUnknownGroup  = errors.New("raft: unknown group")
+	ErrGroupRemoved  = errors.New("raft: group removed")
+	ErrNotLeader     = errors.New("raft: not the leader")
+	ErrTruncated     = errors.New("raft: entry truncated by a new leader")
+	ErrEmptyProposal = errors.New("raft: empty proposal")
+)
+
+// Host runs many raft groups on one node. Its methods are safe for concurrent use.
+type Host struct {
+	opts HostOptions
+	id   uint64
+
+	mu     sync.RWMutex
+	groups map[uint64]*group
+	list   []*group // for the ticker
+	closed bool
+
+	readyQ workQueue
+	flushQ workQueue
+	stop   chan struct{}
+	wg     sync.WaitGroup
+
+	ticks atomic.Uint64 // ticks delivered (for tests and metrics)
+}
+
+// NewHost starts a host's workers, flushers and ticker.
+func NewHost(opts HostOptions) *Host {
+	if opts.TickInterval <= 0 {
+		opts.TickInterval = 100 * time.Millisecond
+	}
+	if opts.ElectionTicks <= 0 {
+		opts.ElectionTicks = 10
+	}
+	if opts.HeartbeatTicks <= 0 {
+		opts.HeartbeatTicks = 1
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Logger == nil {
+		opts.Logger = discardLogger{}
+	}
+	if opts.MaxSizePerMsg == 0 {
+		opts.MaxSizePerMsg = 1 << 20
+	}
+	if opts.MaxInflightMsgs <= 0 {
+		opts.MaxInflightMsgs = 256
+	}
+	h := &Host{opts: opts, id: opts.NodeID, groups: map[uint64]*group{}, stop: make(chan struct{})}
+	h.readyQ.init()
+	h.flushQ.init()
+	for i := 0; i < opts.Workers; i++ {
+		h.wg.Add(2)
+		go h.worker()
+		go h.flusher()
+	}
+	h.wg.Add(1)
+	go h.ticker()
+	return h
+}
+
+// Close stops the host: its goroutines exit and every waiting proposal fails with
+// ErrHostClosed. Storages are not closed (the caller owns them); entries written but not
+// flushed stay so.
+func (h *Host) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	gs := h.list
+	h.mu.Unlock()
+	close(h.stop)
+	h.readyQ.close()
+	h.flushQ.close()
+	h.wg.Wait()
+	for _, g := range gs {
+		g.mu.Lock()
+		g.shutdown(ErrHostClosed)
+		g.mu.Unlock()
+	}
+}
+
+// GroupConfig describes a group added to a host.
+type GroupConfig struct {
+	// Storage is the group's log. The host never closes it.
+	Storage *LogStorage
+	// Bootstrap is the initial configuration, used only if the storage holds none.
+	Bootstrap *pb.ConfState
+	// Apply receives committed entries (may be nil).
+	Apply ApplyFunc
+}
+
+// AddGroup starts a replica of group id on this host.
+func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
+	ls := cfg.Storage
+	_, cs, err := ls.InitialState()
+	if err != nil {
+		return err
+	}
+	if len(cs.GetVoters()) == 0 && cfg.Bootstrap != nil {
+		if err := ls.SetConfState(0, cfg.Bootstrap); err != nil {
+			return err
+		}
+	}
+	rn, err := etcdraft.NewRawNode(&etcdraft.Config{
+		ID:                        h.id,
+		ElectionTick:              h.opts.ElectionTicks,
+		HeartbeatTick:             h.opts.HeartbeatTicks,
+		Storage:                   ls,
+		Applied:                   ls.ConfIndex(),
+		MaxSizePerMsg:             h.opts.MaxSizePerMsg,
+		MaxInflightMsgs:           h.opts.MaxInflightMsgs,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		AsyncStorageWrites:        true,
+		DisableProposalForwarding: true,
+		Logger:                    h.opts.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	g := &group{id: id, h: h, ls: ls, apply: cfg.Apply, rn: rn,
+		written: map[uint64]uint64{}, acked: ackMap{}}
+	g.applied = ls.ConfIndex()
+	g.refreshStatus()
+	g.conf = rn.Status().Config.Voters
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrHostClosed
+	}
+	if _, ok := h.groups[id]; ok {
+		return ErrGroupExists
+	}
+	g.pos = len(h.list)
+	h.groups[id] = g
+	h.list = append(h.list, g)
+	return nil
+}
+
+// RemoveGroup stops the replica of group id; its waiting proposals fail with
+// ErrGroupRemoved. Queued flushes of the group are still carried out if a flusher had
+// taken them; nothing is delivered to the group afterwards.
+func (h *Host) RemoveGroup(id uint64) error {
+	h.mu.Lock()
+	g, ok := h.groups[id]
+	if !ok {
+		h.mu.Unlock()
+		return ErrUnknownGroup
+	}
+	delete(h.groups, id)
+	last := h.list[len(h.list)-1]
+	h.list[g.pos] = last
+	last.pos = g.pos
+	h.list[len(h.list)-1] = nil
+	h.list = h.list[:len(h.list)-1]
+	h.mu.Unlock()
+	g.mu.Lock()
+	g.shutdown(ErrGroupRemoved)
+	g.mu.Unlock()
+	return nil
+}
+
+func (h *Host) group(id uint64) (*group, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return nil, ErrHostClosed
+	}
+	g, ok := h.groups[id]
+	if !ok {
+		return nil, ErrUnknownGroup
+	}
+	return g, nil
+}
+
+// Step hands the host a batch received from another host.
+func (h *Host) Step(b *Batch) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return
+	}
+	for _, m := range b.Messages {
+		if g := h.groups[m.Group]; g != nil {
+			g.inMu.Lock()
+			g.inMsgs = append(g.inMsgs, m.Msg)
+			g.inMu.Unlock()
+			h.enqueue(g)
+		}
+	}
+	for _, r := range b.Written {
+		if g := h.groups[r.Group]; g != nil {
+			g.inMu.Lock()
+			g.inWritten = append(g.inWritten, fromWritten{b.From, r})
+			g.inMu.Unlock()
+			h.enqueue(g)
+		}
+	}
+}
+
+// control runs f on the group's RawNode in a worker.
+func (h *Host) control(id uint64, f func(*etcdraft.RawNode)) error {
+	g, err := h.group(id)
+	if err != nil {
+		return err
+	}
+	g.inMu.Lock()
+	g.inCtl = append(g.inCtl, f)
+	g.inMu.Unlock()
+	h.enqueue(g)
+	return nil
+}
+
+// Campaign makes this replica of the group campaign to become leader.
+func (h *Host) Campaign(id uint64) error {
+	return h.control(id, func(rn *etcdraft.RawNode) { _ = rn.Campaign() })
+}
+
+// TransferLeadership asks the group's leader (this replica) to hand leadership to to.
+func (h *Host) TransferLeadership(id, to uint64) error {
+	return h.control(id, func(rn *etcdraft.RawNode) { rn.TransferLeader(to) })
+}
+
+// Propose proposes data (one Kafka RecordBatch) to the group and waits until it is
+// committed and applied on this replica. It returns the entry's index and term. It fails
+// with ErrNotLeader if this replica is not the leader, ErrTruncated if a new leader
+// replaced the entry, or ctx's error; it never reports success for an entry that is not
+// committed.
+func (h *Host) Propose(ctx context.Context, id uint64, data []byte) (index, term uint64, err error) {
+	p, err := h.ProposeAsync(id, data)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := p.Wait(ctx, StageCommitted); err != nil {
+		return 0, 0, err
+	}
+	return p.Index(), p.Term(), nil
+}
+
+// ProposeAsync proposes data and returns a handle to wait on its stages.
+func (h *Host) ProposeAsync(id uint64, data []byte) (*Proposal, error) {
+	if len(data) == 0 {
+		return nil, ErrEmptyProposal
+	}
+	g, err := h.group(id)
+	if err != nil {
+		return nil, err
+	}
+	p := newProposal(data)
+	g.inMu.Lock()
+	g.inProps = append(g.inProps, p)
+	g.inMu.Unlock()
+	h.enqueue(g)
+	return p, nil
+}
+
+// Status describes one replica of a group. Indexes are raft log indexes.
+type Status struct {
+	Group, ID uint64
+	State     etcdraft.StateType
+	Leader    uint64
+	Term      uint64
+	// LogEnd is the last index written locally (maybe unflushed); LogEndOffset its Kafka
+	// log end offset.
+	LogEnd       uint64
+	LogEndOffset int64
+	// Flushed is the last index fsynced locally.
+	Flushed uint64
+	// MajorityReplicated (leader only; 0 elsewhere) is the last index written on a voting
+	// majority, counted for current-term entries only; never below Committed.
+	MajorityReplicated uint64
+	// Committed is raft's commit index (flush-aware, see the host documentation).
+	Committed uint64
+	// Applied is the last index handed to the ApplyFunc.
+	Applied uint64
+}
+
+// Status returns the current state of the group's replica.
+func (h *Host) Status(id uint64) (Status, error) {
+	g, err := h.group(id)
+	if err != nil {
+		return Status{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	bs := g.rn.BasicStatus()
+	st := Status{
+		Group: id, ID: h.id, State: bs.RaftState, Leader: bs.Lead, Term: bs.GetTerm(),
+		LogEnd: g.ls.WrittenIndex(), LogEndOffset: g.ls.Log().LogEndOffset(),
+		Flushed: g.ls.FlushedIndex(), Committed: bs.GetCommit(), Applied: g.applied,
+	}
+	if bs.RaftState == etcdraft.StateLeader {
+		st.MajorityReplicated = max(g.majority, st.Committed)
+	}
+	return st, nil
+}
+
+// ---- proposals ----
+
+// Stage is how far a proposal has come.
+type Stage int
+
+const (
+	// StageAppended: in the leader's log (not necessarily flushed).
+	StageAppended Stage = iota + 1
+	// StageReplicated: written on a voting majority (the majority-replicated boundary).
+	StageReplicated
+	// StageCommitted: committed (flush-aware) and applied on this replica.
+	StageCommitted
+)
+
+// Proposal tracks one proposed entry.
+type Proposal struct {
+	data        []byte
+	index, term atomic.Uint64
+	stages      [3]chan struct{}
+	reached     Stage // guarded by the group's mu
+	failed      chan struct{}
+	err         error // set before failed is closed
+	done        bool  // guarded by the group's mu
+}
+
+func newProposal(data []byte) *Proposal {
+	p := &Proposal{data: data, failed: make(chan struct{})}
+	for i := range p.stages {
+		p.stages[i] = make(chan struct{})
+	}
+	return p
+}
+
+// Index and Term identify the entry once it is appended (0 before).
+func (p *Proposal) Index() uint64 { return p.index.Load() }
+func (p *Proposal) Term() uint64  { return p.term.Load() }
+
+// Wait blocks until the proposal reaches stage s, fails, or ctx is done.
+func (p *Proposal) Wait(ctx context.Context, s Stage) error {
+	select {
+	case <-p.stages[s-1]:
+		return nil
+	default:
+	}
+	select {
+	case <-p.stages[s-1]:
+		return nil
+	case <-p.failed:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *Proposal) reach(s Stage) {
+	for ; p.reached < s; p.reached++ {
+		close(p.stages[p.reached])
+	}
+	if s == StageCommitted {
+		p.done = true
+	}
+}
+
+func (p *Proposal) fail(err error) {
+	if p.done {
+		return
+	}
+	p.done = true
+	p.err = err
+	close(p.failed)
+}
+
+// ---- groups ----
+
+type group struct {
+	id    uint64
+	h     *Host
+	ls    *LogStorage
+	apply ApplyFunc
+	pos   int // in h.list, guarded by h.mu
+
+	sched  atomic.Int32 // 0 idle, 1 queued or running, 2 running and queued again
+	fsched atomic.Int32 // the same for the flush queue
+	ticks  atomic.Int32 // ticks not yet applied
+
+	inMu      sync.Mutex
+	inMsgs    []*pb.Message
+	inLocal   []*pb.Message
+	inWritten []fromWritten
+	inProps   []*Proposal
+	inCtl     []func(*etcdraft.RawNode)
+
+	fMu   sync.Mutex
+	fRecs []appendRec
+
+	mu       sync.Mutex // held while a worker (or the ticker) uses the RawNode
+	rn       *etcdraft.RawNode
+	gone     error // set when removed or closed
+	state    etcdraft.StateType
+	lead     uint64
+	term     uint64
+	conf     quorum.JointConfig
+	written  map[uint64]uint64 // follower → largest written report this term
+	acked    ackMap
+	majority uint64
+	applied  uint64
+	waiting  []*Proposal // proposed, not yet appended
+	props    []*Proposal // appended, ascending index
+	needMaj  bool
+}
+
+type appendRec struct {
+	hs        *pb.HardState
+	responses []*pb.Message
+}
+
+type ackMap map[uint64]quorum.Index
+
+func (m ackMap) AckedIndex(id uint64) (quorum.Index, bool) {
+	v, ok := m[id]
+	return v, ok
+}
+
+func (g *group) shutdown(err error) {
+	if g.gone != nil {
+		return
+	}
+	g.gone = err
+	for _, p := range g.waiting {
+		p.fail(err)
+	}
+	g.waiting = nil
+	for _, p := range g.props {
+		p.fail(err)
+	}
+	g.props = nil
+	g.inMu.Lock()
+	props := g.inProps
+	g.inProps, g.inMsgs, g.inLocal, g.inWritten, g.inCtl = nil, nil, nil, nil, nil
+	g.inMu.Unlock()
+	for _, p := range props {
+		p.fail(err)
+	}
+}
+
+// refreshStatus caches the term, role and leader; a change resets the written reports.
+func (g *group) refreshStatus() {
+	bs := g.rn.BasicStatus()
+	term, state := bs.GetTerm(), bs.RaftState
+	if term != g.term || state != g.state {
+		clear(g.written)
+		g.majority = 0
+		g.needMaj = true
+		if state == etcdraft.StateLeader && g.state != etcdraft.StateLeader {
+			g.conf = g.rn.Status().Config.Voters
+		}
+	}
+	g.term, g.state, g.lead = term, state, bs.Lead
+}
+
+// ---- scheduling ----
+
+// workQueue is a FIFO of groups with a closed flag.
+type workQueue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	items  []*group
+	closed bool
+}
+
+func (q *workQueue) init() { q.cond = sync.NewCond(&q.mu) }
+
+func (q *workQueue) push(g *group) {
+	q.mu.Lock()
+	q.items = append(q.items, g)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// pop takes up to n groups, blocking while the queue is empty; nil once closed.
+func (q *workQueue) pop(dst []*group, n int) []*group {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if q.closed {
+		return nil
+	}
+	n = min(n, len(q.items))
+	dst = append(dst, q.items[:n]...)
+	rest := copy(q.items, q.items[n:])
+	clear(q.items[rest:])
+	q.items = q.items[:rest]
+	return dst
+}
+
+func (q *workQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// schedule marks a group as having work in the queue guarded by state; it is pushed
+// unless it already is queued or running (then it runs once more).
+func schedule(state *atomic.Int32, q *workQueue, g *group) {
+	for {
+		switch s := state.Load(); s {
+		case 0:
+			if state.CompareAndSwap(0, 1) {
+				q.push(g)
+				return
+			}
+		case 1:
+			if state.CompareAndSwap(1, 2) {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// finish ends a run; it reports whether the group must run again (and is then still
+// marked queued).
+func finish(state *atomic.Int32) bool {
+	if state.CompareAndSwap(1, 0) {
+		return false
+	}
+	state.Store(1)
+	return true
+}
+
+func (h *Host) enqueue(g *group) { schedule(&g.sched, &h.readyQ, g) }
+
+func (h *Host) worker() {
+	defer h.wg.Done()
+	ob := newOutbox(h)
+	var batch []*group
+	for {
+		batch = h.readyQ.pop(batch[:0], 16)
+		if batch == nil {
+			return
+		}
+		for _, g := range batch {
+			if h.process(g, ob) {
+				g.sched.Store(1) // still ours: run it again later
+				h.readyQ.push(g)
+			} else if finish(&g.sched) {
+				h.readyQ.push(g)
+			}
+		}
+		ob.flush()
+	}
+}
+
+// ticker ticks every group once per TickInterval. A group the worker is not using is
+// ticked in place and queued only if the tick produced work (a heartbeat, a campaign),
+// so an idle follower costs a lock, an increment and HasReady per tick.
+func (h *Host) ticker() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.opts.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.mu.RLock()
+		for _, g := range h.list {
+			if g.mu.TryLock() {
+				work := false
+				if g.gone == nil {
+					g.rn.Tick()
+					work = g.rn.HasReady()
+				}
+				g.mu.Unlock()
+				if work {
+					h.enqueue(g)
+				}
+			} else {
+				g.ticks.Add(1)
+				h.enqueue(g)
+			}
+		}
+		h.mu.RUnlock()
+		h.ticks.Add(1)
+	}
+}
+
+const maxReadyPerRun = 8
+
+// process runs one round of a group: inputs in, Readys out. It reports whether the group
+// still has work.
+func (h *Host) process(g *group, ob *outbox) bool {
+	g.inMu.Lock()
+	msgs, local, written, props, ctl := g.inMsgs, g.inLocal, g.inWritten, g.inProps, g.inCtl
+	g.inMsgs, g.inLocal, g.inWritten, g.inProps, g.inCtl = nil, nil, nil, nil, nil
+	g.inMu.Unlock()
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gone != nil {
+		for _, p := range props {
+			p.fail(g.gone)
+		}
+		return false
+	}
+	rn := g.rn
+	for n := g.ticks.Swap(0); n > 0; n-- {
+		rn.Tick()
+	}
+	for _, m := range local {
+		_ = rn.Step(m)
+	}
+	for _, m := range msgs {
+		_ = rn.Step(m) // errors: a message of a peer not (or no longer) in the group
+	}
+	for _, f := range ctl {
+		f(rn)
+	}
+	g.refreshStatus()
+	for _, r := range written {
+		g.onWritten(r)
+	}
+	for _, p := range props {
+		if g.state != etcdraft.StateLeader {
+			p.fail(ErrNotLeader)
+			continue
+		}
+		if err := rn.Propose(p.data); err != nil {
+			if errors.Is(err, etcdraft.ErrProposalDropped) {
+				err = ErrNotLeader
+			}
+			p.fail(err)
+			continue
+		}
+		g.waiting = append(g.waiting, p)
+	}
+	for i := 0; rn.HasReady(); i++ {
+		if i == maxReadyPerRun {
+			return true
+		}
+		if err := h.handleReady(g, ob); err != nil {
+			h.opts.Logger.Errorf("raft host %d: group %d: %v", h.id, g.id, err)
+			g.shutdown(fmt.Errorf("raft: group %d failed: %w", g.id, err))
+			return false
+		}
+	}
+	if g.needMaj {
+		g.updateMajority()
+	}
+	return false
+}
+
+// onWritten records a follower's written report if it is for this leader's term.
+func (g *group) onWritten(r fromWritten) {
+	if g.state != etcdraft.StateLeader || r.Term != g.term || r.from == g.h.id {
+		return
+	}
+	if r.Index > g.written[r.from] {
+		g.written[r.from] = r.Index
+		g.needMaj = true
+	}
+}
+
+type fromWritten struct {
+	from uint64
+	WrittenReport
+}
+
+func (h *Host) handleReady(g *group, ob *outbox) error {
+	rn := g.rn
+	rd := rn.Ready()
+	g.refreshStatus()
+	var steps []*pb.Message
+	for _, m := range rd.Messages {
+		switch m.GetTo() {
+		case etcdraft.LocalAppendThread:
+			if err := h.handleAppend(g, m, ob); err != nil {
+				return err
+			}
+		case etcdraft.LocalApplyThread:
+			if err := g.handleApply(m); err != nil {
+				return err
+			}
+			steps = append(steps, m.GetResponses()...)
+		default:
+			ob.addMsg(m.GetTo(), g.id, m)
+		}
+	}
+	for _, m := range steps {
+		if m.GetTo() == h.id {
+			_ = rn.Step(m)
+		} else {
+			ob.addMsg(m.GetTo(), g.id, m)
+		}
+	}
+	return nil
+}
+
+func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
+	if snap := m.GetSnapshot(); snap != nil && !etcdraft.IsEmptySnap(snap) {
+		if err := g.ls.ApplySnapshot(snap); err != nil {
+			return err
+		}
+		// The entries at or below the snapshot are committed, but this replica cannot
+		// tell whether they are the proposed ones: fail them (never a false success).
+		g.truncateProps(snap.GetMetadata().GetIndex()+1, nil)
+	}
+	if ents := m.GetEntries(); len(ents) > 0 {
+		g.truncateProps(ents[0].GetIndex(), ents)
+		if err := g.ls.Append(ents); err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if len(e.GetData()) == 0 {
+				continue
+			}
+			// raft clones proposed entries: the leader's new data entries are the
+			// waiting proposals, in order.
+			if len(g.waiting) == 0 || e.GetTerm() != g.term || !bytes.Equal(e.GetData(), g.waiting[0].data) {
+				continue
+			}
+			p := g.waiting[0]
+			g.waiting[0] = nil
+			g.waiting = g.waiting[1:]
+			p.index.Store(e.GetIndex())
+			p.term.Store(e.GetTerm())
+			p.reach(StageAppended)
+			g.props = append(g.props, p)
+		}
+		g.needMaj = true
+	}
+	for _, r := range m.GetResponses() {
+		if r.GetType() == pb.MsgAppResp && !r.GetReject() && r.GetTo() != h.id {
+			ob.addWritten(r.GetTo(), WrittenReport{Group: g.id, Term: r.GetTerm(), Index: r.GetIndex()})
+		}
+	}
+	rec := appendRec{responses: m.GetResponses()}
+	if m.Term != nil {
+		rec.hs = &pb.HardState{Term: new(m.GetTerm()), Vote: new(m.GetVote()), Commit: new(m.GetCommit())}
+	}
+	g.fMu.Lock()
+	g.fRecs = append(g.fRecs, rec)
+	g.fMu.Unlock()
+	schedule(&g.fsched, &h.flushQ, g)
+	return nil
+}
+
+// truncateProps fails the appended proposals the log is about to replace: those at or
+// above from whose entry in ents (the entries replacing the log from from on) has another
+// term or is missing.
+func (g *group) truncateProps(from uint64, ents []*pb.Entry) {
+	keep := g.props[:0]
+	for _, p := range g.props {
+		idx := p.Index()
+		if idx >= from {
+			off := idx - from
+			if off >= uint64(len(ents)) || ents[off].GetTerm() != p.Term() {
+				p.fail(ErrTruncated)
+				continue
+			}
+		}
+		keep = append(keep, p)
+	}
+	clear(g.props[len(keep):])
+	g.props = keep
+}
+
+func (g *group) handleApply(m *pb.Message) error {
+	ents := m.GetEntries()
+	if len(ents) == 0 {
+		return nil
+	}
+	for _, e := range ents {
+		var cc pb.ConfChangeI
+		switch e.GetType() {
+		case pb.EntryConfChange:
+			c := &pb.ConfChange{}
+			if err := proto.Unmarshal(e.GetData(), c); err != nil {
+				return err
+			}
+			cc = c
+		case pb.EntryConfChangeV2:
+			c := &pb.ConfChangeV2{}
+			if err := proto.Unmarshal(e.GetData(), c); err != nil {
+				return err
+			}
+			cc = c
+		default:
+			continue
+		}
+		cs := g.rn.ApplyConfChange(cc)
+		if err := g.ls.SetConfState(e.GetIndex(), cs); err != nil {
+			return err
+		}
+		g.conf = g.rn.Status().Config.Voters
+		g.needMaj = true
+	}
+	if g.apply != nil {
+		g.apply(g.id, ents)
+	}
+	first, last := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
+	g.applied = last
+	n := 0
+	for _, p := range g.props {
+		idx := p.Index()
+		if idx > last {
+			break
+		}
+		if idx >= first && ents[idx-first].GetTerm() == p.Term() {
+			p.reach(StageCommitted)
+		} else {
+			p.fail(ErrTruncated)
+		}
+		n++
+	}
+	g.props = append(g.props[:0], g.props[n:]...)
+	return nil
+}
+
+// updateMajority recomputes the majority-replicated index (leader only) and moves the
+// proposals it covers to StageReplicated.
+func (g *group) updateMajority() {
+	g.needMaj = false
+	if g.state != etcdraft.StateLeader {
+		return
+	}
+	own := g.ls.WrittenIndex()
+	clear(g.acked)
+	g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+		v := pr.Match
+		if id == g.h.id {
+			v = own
+		} else if w := g.written[id]; w > v {
+			v = w
+		}
+		g.acked[id] = quorum.Index(v)
+	})
+	idx := uint64(g.conf.CommittedIndex(g.acked))
+	if idx > g.majority && idx <= own {
+		if t, err := g.ls.Term(idx); err == nil && t == g.term {
+			g.majority = idx
+		}
+	}
+	maj := max(g.majority, g.rn.BasicStatus().GetCommit())
+	for _, p := range g.props {
+		if p.Index() > maj {
+			break
+		}
+		if p.reached < StageReplicated {
+			if t, err := g.ls.Term(p.Index()); err == nil && t == p.Term() {
+				p.reach(StageReplicated)
+			}
+		}
+	}
+}
+
+// ---- flushing ----
+
+func (h *Host) flusher() {
+	defer h.wg.Done()
+	ob := newOutbox(h)
+	var batch []*group
+	for {
+		batch = h.flushQ.pop(batch[:0], 64)
+		if batch == nil {
+			return
+		}
+		for _, g := range batch {
+			h.flushGroup(g, ob)
+			if finish(&g.fsched) {
+				h.flushQ.push(g)
+			}
+		}
+		ob.flush()
+	}
+}
+
+// flushGroup makes every queued append of g durable with one Flush, persists the newest
+// HardState, then delivers the responses. One flusher at a time handles a group (fsched),
+// so HardStates are persisted in order.
+func (h *Host) flushGroup(g *group, ob *outbox) {
+	g.fMu.Lock()
+	recs := g.fRecs
+	g.fRecs = nil
+	g.fMu.Unlock()
+	if len(recs) == 0 {
+		return
+	}
+	if h.opts.flushGate != nil {
+		h.opts.flushGate(g.id)
+	}
+	var hs *pb.HardState
+	for _, r := range recs {
+		if r.hs != nil {
+			hs = r.hs
+		}
+	}
+	err := g.ls.Flush()
+	if err == nil && hs != nil {
+		err = g.ls.SetHardState(hs)
+	}
+	if err != nil {
+		h.opts.Logger.Errorf("raft host %d: group %d: flush: %v", h.id, g.id, err)
+		g.mu.Lock()
+		g.shutdown(fmt.Errorf("raft: group %d failed: %w", g.id, err))
+		g.mu.Unlock()
+		return
+	}
+	var local []*pb.Message
+	for _, r := range recs {
+		for _, m := range r.responses {
+			if m.GetTo() == h.id {
+				local = append(local, m)
+			} else {
+				ob.addMsg(m.GetTo(), g.id, m)
+			}
+		}
+	}
+	if len(local) > 0 {
+		g.inMu.Lock()
+		g.inLocal = append(g.inLocal, local...)
+		g.inMu.Unlock()
+		h.enqueue(g)
+	}
+}
+
+// ---- outbound batching ----
+
+// outbox gathers one round's traffic per peer; written reports are coalesced to the
+// largest per group.
+type outbox struct {
+	h     *Host
+	peers map[uint64]*pendingBatch
+}
+
+type pendingBatch struct {
+	b       *Batch
+	written map[uint64]int // group → position in b.Written
+}
+
+func newOutbox(h *Host) *outbox { return &outbox{h: h, peers: map[uint64]*pendingBatch{}} }
+
+func (o *outbox) peer(to uint64) *pendingBatch {
+	pb := o.peers[to]
+	if pb == nil {
+		pb = &pendingBatch{written: map[uint64]int{}}
+		o.peers[to] = pb
+	}
+	if pb.b == nil {
+		pb.b = &Batch{From: o.h.id}
+	}
+	return pb
+}
+
+func (o *outbox) addMsg(to, group uint64, m *pb.Message) {
+	p := o.peer(to)
+	p.b.Messages = append(p.b.Messages, GroupMessage{Group: group, Msg: m})
+}
+
+func (o *outbox) addWritten(to uint64, r WrittenReport) {
+	p := o.peer(to)
+	if i, ok := p.written[r.Group]; ok {
+		w := &p.b.Written[i]
+		if r.Term > w.Term || (r.Term == w.Term && r.Index > w.Index) {
+			*w = r
+		}
+		return
+	}
+	p.written[r.Group] = len(p.b.Written)
+	p.b.Written = append(p.b.Written, r)
+}
+
+func (o *outbox) flush() {
+	for to, p := range o.peers {
+		if p.b == nil {
+			continue
+		}
+		b := p.b
+		p.b = nil
+		clear(p.written)
+		if o.h.opts.Transport != nil {
+			o.h.opts.Transport.Send(to, b)
+		}
+	}
+}
+
+// discardLogger drops everything but panics and fatal errors.
+type discardLogger struct{}
+
+func (discardLogger) Debug(...any)            {}
+func (discardLogger) Debugf(string, ...any)   {}
+func (discardLogger) Error(...any)            {}
+func (discardLogger) Errorf(string, ...any)   {}
+func (discardLogger) Info(...any)             {}
+func (discardLogger) Infof(string, ...any)    {}
+func (discardLogger) Warning(...any)          {}
+func (discardLogger) Warningf(string, ...any) {}
+func (discardLogger) Fatal(v ...any)          { panic(fmt.Sprint(v...)) }
+func (discardLogger) Fatalf(f string, v ...any) {
+	panic(fmt.Sprintf(f, v...))
+}
+func (discardLogger) Panic(v ...any)            { panic(fmt.Sprint(v...)) }
+func (discardLogger) Panicf(f string, v ...any) { panic(fmt.Sprintf(f, v...)) }

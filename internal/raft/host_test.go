@@ -1,0 +1,558 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"go.uber.org/goleak"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+// testNet routes batches between the hosts of one test, synchronously, cloning every
+// message as a wire would. An isolated node neither sends nor receives.
+type testNet struct {
+	mu       sync.Mutex
+	hosts    map[uint64]*Host
+	isolated map[uint64]bool
+}
+
+func newTestNet() *testNet {
+	return &testNet{hosts: map[uint64]*Host{}, isolated: map[uint64]bool{}}
+}
+
+type netSender struct {
+	n    *testNet
+	from uint64
+}
+
+func (s netSender) Send(to uint64, b *Batch) {
+	s.n.mu.Lock()
+	h := s.n.hosts[to]
+	cut := s.n.isolated[to] || s.n.isolated[s.from]
+	s.n.mu.Unlock()
+	if h == nil || cut {
+		return
+	}
+	c := &Batch{From: b.From, Written: append([]WrittenReport(nil), b.Written...)}
+	for _, m := range b.Messages {
+		c.Messages = append(c.Messages, GroupMessage{Group: m.Group, Msg: proto.Clone(m.Msg).(*pb.Message)})
+	}
+	h.Step(c)
+}
+
+func (n *testNet) isolate(id uint64, cut bool) {
+	n.mu.Lock()
+	n.isolated[id] = cut
+	n.mu.Unlock()
+}
+
+// gate holds a host's flushes while held.
+type gate struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	held bool
+}
+
+func newGate() *gate {
+	g := &gate{}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+func (g *gate) wait(uint64) {
+	g.mu.Lock()
+	for g.held {
+		g.cond.Wait()
+	}
+	g.mu.Unlock()
+}
+
+func (g *gate) set(held bool) {
+	g.mu.Lock()
+	g.held = held
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
+
+type hostCluster struct {
+	t      *testing.T
+	net    *testNet
+	ids    []uint64
+	groups []uint64
+	fs     map[uint64]*storage.MemFS
+	gates  map[uint64]*gate
+	hosts  map[uint64]*Host
+	ls     map[[2]uint64]*LogStorage
+}
+
+func newHostCluster(t *testing.T, nodes, groups int) *hostCluster {
+	c := &hostCluster{t: t, net: newTestNet(), fs: map[uint64]*storage.MemFS{}, gates: map[uint64]*gate{},
+		hosts: map[uint64]*Host{}, ls: map[[2]uint64]*LogStorage{}}
+	for i := 1; i <= nodes; i++ {
+		c.ids = append(c.ids, uint64(i))
+	}
+	for g := 1; g <= groups; g++ {
+		c.groups = append(c.groups, uint64(g))
+	}
+	for _, id := range c.ids {
+		c.fs[id] = storage.NewMemFS()
+		c.gates[id] = newGate()
+		c.start(id)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+func (c *hostCluster) start(id uint64) {
+	t := c.t
+	h := NewHost(HostOptions{NodeID: id, Transport: netSender{c.net, id}, TickInterval: 10 * time.Millisecond,
+		Workers: 2, flushGate: c.gates[id].wait})
+	for _, g := range c.groups {
+		ls, err := Open(storage.Options{FS: c.fs[id], Dir: fmt.Sprintf("g%d", g), SegmentBytes: 1 << 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ls[[2]uint64{id, g}] = ls
+		if err := h.AddGroup(g, GroupConfig{Storage: ls, Bootstrap: &pb.ConfState{Voters: c.ids}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.net.mu.Lock()
+	c.net.hosts[id] = h
+	c.net.mu.Unlock()
+	c.hosts[id] = h
+}
+
+func (c *hostCluster) stop(id uint64) {
+	c.net.mu.Lock()
+	delete(c.net.hosts, id)
+	c.net.mu.Unlock()
+	c.gates[id].set(false)
+	c.hosts[id].Close()
+}
+
+func (c *hostCluster) close() {
+	for _, id := range c.ids {
+		c.gates[id].set(false)
+	}
+	for _, id := range c.ids {
+		c.hosts[id].Close()
+	}
+}
+
+func (c *hostCluster) status(id, g uint64) Status {
+	c.t.Helper()
+	st, err := c.hosts[id].Status(g)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return st
+}
+
+// leader returns the host that leads g and that every reachable host follows, or 0.
+func (c *hostCluster) leader(g uint64) uint64 {
+	var lead, term uint64
+	for _, id := range c.ids {
+		if c.net.isolated[id] {
+			continue
+		}
+		st := c.status(id, g)
+		if lead == 0 {
+			lead, term = st.Leader, st.Term
+		} else if st.Leader != lead || st.Term != term {
+			return 0
+		}
+	}
+	if lead == 0 || c.net.isolated[lead] || c.status(lead, g).State != etcdraft.StateLeader {
+		return 0
+	}
+	return lead
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (c *hostCluster) waitLeaders(timeout time.Duration) map[uint64]uint64 {
+	c.t.Helper()
+	leaders := map[uint64]uint64{}
+	waitFor(c.t, timeout, "a leader in every group", func() bool {
+		for _, g := range c.groups {
+			l := c.leader(g)
+			if l == 0 {
+				return false
+			}
+			leaders[g] = l
+		}
+		return true
+	})
+	return leaders
+}
+
+// waitApplied waits until every given host has applied the leader's commit index of g.
+func (c *hostCluster) waitCaughtUp(g uint64, ids ...uint64) {
+	c.t.Helper()
+	waitFor(c.t, 10*time.Second, fmt.Sprintf("group %d caught up", g), func() bool {
+		l := c.leader(g)
+		if l == 0 {
+			return false
+		}
+		commit := c.status(l, g).Committed
+		for _, id := range ids {
+			st := c.status(id, g)
+			if st.Applied < commit || st.LogEnd != c.status(l, g).LogEnd {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// sameGroupLogs checks that every host holds group g's entries with identical offsets.
+func (c *hostCluster) sameGroupLogs(g uint64, ids ...uint64) []storage.Entry {
+	c.t.Helper()
+	ref := offsetsOf(c.t, c.ls[[2]uint64{ids[0], g}])
+	for _, id := range ids[1:] {
+		got := offsetsOf(c.t, c.ls[[2]uint64{id, g}])
+		if len(got) != len(ref) {
+			c.t.Fatalf("group %d: host %d holds %d entries, host %d %d", g, id, len(got), ids[0], len(ref))
+		}
+		for i := range ref {
+			a, b := ref[i], got[i]
+			if a.Index != b.Index || a.Term != b.Term || a.BaseOffset != b.BaseOffset || a.Records != b.Records || string(a.Data) != string(b.Data) {
+				c.t.Fatalf("group %d index %d: host %d %+v, host %d %+v", g, a.Index, id, b, ids[0], a)
+			}
+		}
+	}
+	return ref
+}
+
+func (c *hostCluster) match(id, g, peer uint64) uint64 {
+	gr, err := c.hosts[id].group(g)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	var m uint64
+	gr.rn.WithProgress(func(pid uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+		if pid == peer {
+			m = pr.Match
+		}
+	})
+	return m
+}
+
+// checkLeaks verifies, after every other cleanup, that the test left no goroutines.
+func checkLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+func TestHostManyGroups(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 50)
+	for _, g := range c.groups {
+		if err := c.hosts[1+g%3].Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaders := c.waitLeaders(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(c.groups))
+	for _, g := range c.groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := c.hosts[leaders[g]]
+			var last uint64
+			for i := 0; i < 4; i++ {
+				idx, term, err := h.Propose(ctx, g, batch(1+i, int64(g*100)+int64(i)))
+				if err != nil {
+					errs <- fmt.Errorf("group %d: %w", g, err)
+					return
+				}
+				if idx <= last || term == 0 {
+					errs <- fmt.Errorf("group %d: index %d term %d after %d", g, idx, term, last)
+					return
+				}
+				last = idx
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, g := range c.groups {
+		c.waitCaughtUp(g, c.ids...)
+		ents := c.sameGroupLogs(g, c.ids...)
+		if end := c.ls[[2]uint64{1, g}].Log().LogEndOffset(); end != 1+2+3+4 {
+			t.Fatalf("group %d: log end offset %d, want 10 (%d entries)", g, end, len(ents))
+		}
+	}
+	c.close()
+}
+
+// (a) A majority has written an entry but not flushed it: the majority-replicated
+// boundary covers it, the committed one does not.
+func TestHostMajorityReplicatedBeforeCommit(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 1)
+	if err := c.hosts[1].Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeaders(5 * time.Second)
+	if c.leader(1) != 1 {
+		t.Fatalf("leader %d, want 1", c.leader(1))
+	}
+	c.waitCaughtUp(1, c.ids...)
+	c.gates[2].set(true)
+	c.gates[3].set(true)
+	p, err := c.hosts[1].ProposeAsync(1, batch(3, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx, StageReplicated); err != nil {
+		t.Fatal(err)
+	}
+	idx := p.Index()
+	st := c.status(1, 1)
+	if st.MajorityReplicated < idx || st.Committed >= idx || st.Flushed < idx {
+		t.Fatalf("leader %+v: want majority replicated and flushed >= %d, committed below", st, idx)
+	}
+	written := 0
+	for _, id := range []uint64{2, 3} {
+		f := c.status(id, 1)
+		if f.Flushed >= idx {
+			t.Fatalf("follower %d: %+v: flushed %d through a held gate", id, f, idx)
+		}
+		if f.LogEnd >= idx {
+			written++
+		}
+	}
+	if written == 0 {
+		t.Fatal("majority replicated, but no follower has written the entry")
+	}
+	select {
+	case <-p.stages[StageCommitted-1]:
+		t.Fatal("proposal committed before any follower flushed")
+	default:
+	}
+	c.gates[2].set(false)
+	c.gates[3].set(false)
+	if err := p.Wait(ctx, StageCommitted); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.status(1, 1); st.Committed < idx {
+		t.Fatalf("after flush: %+v", st)
+	}
+	c.waitCaughtUp(1, c.ids...)
+	c.sameGroupLogs(1, c.ids...)
+}
+
+// (b) The leader's own unflushed entry never counts toward commit. With the leader's and
+// one follower's flushes held and the other follower flushed (and acknowledged: its Match
+// covers the entry), one voter of three has the entry durably: raft must not commit it.
+// Had the leader counted its own written entry, two of three would. Once the leader
+// flushes, it commits; its persisted commit index never passes its flushed log.
+func TestHostLeaderUnflushedDoesNotCount(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 1)
+	if err := c.hosts[1].Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeaders(5 * time.Second)
+	if c.leader(1) != 1 {
+		t.Fatalf("leader %d, want 1", c.leader(1))
+	}
+	c.waitCaughtUp(1, c.ids...)
+	c.gates[1].set(true)
+	c.gates[3].set(true)
+	p, err := c.hosts[1].ProposeAsync(1, batch(2, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx, StageReplicated); err != nil {
+		t.Fatal(err)
+	}
+	idx := p.Index()
+	waitFor(t, 5*time.Second, "the leader to know follower 2 flushed the entry", func() bool {
+		return c.status(2, 1).Flushed >= idx && c.match(1, 1, 2) >= idx
+	})
+	if st := c.status(1, 1); st.Committed >= idx || st.Flushed >= idx || st.MajorityReplicated < idx {
+		t.Fatalf("leader %+v: committed must stay below %d", st, idx)
+	}
+	if _, _, commit := c.ls[[2]uint64{1, 1}].HardState(); commit >= idx {
+		t.Fatalf("persisted commit %d", commit)
+	}
+	c.gates[1].set(false)
+	if err := p.Wait(ctx, StageCommitted); err != nil {
+		t.Fatal(err)
+	}
+	ls := c.ls[[2]uint64{1, 1}]
+	if _, _, commit := ls.HardState(); commit > ls.FlushedIndex() {
+		t.Fatalf("persisted commit %d beyond flushed %d", commit, ls.FlushedIndex())
+	}
+	if c.status(3, 1).Flushed >= idx {
+		t.Fatal("follower 3 flushed through a held gate")
+	}
+	c.gates[3].set(false)
+	c.waitCaughtUp(1, c.ids...)
+}
+
+// (c) An entry the old leader appended but a new leader replaced: its proposer fails with
+// ErrTruncated and never succeeds.
+func TestHostTruncatedProposalFails(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 1)
+	if err := c.hosts[1].Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeaders(5 * time.Second)
+	if c.leader(1) != 1 {
+		t.Fatalf("leader %d, want 1", c.leader(1))
+	}
+	c.waitCaughtUp(1, c.ids...)
+	c.net.isolate(1, true)
+	p, err := c.hosts[1].ProposeAsync(1, batch(5, 99))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx, StageAppended); err != nil {
+		t.Fatal(err)
+	}
+	leaders := c.waitLeaders(5 * time.Second)
+	nl := leaders[1]
+	if nl == 1 {
+		t.Fatal("isolated node still leads")
+	}
+	idx, _, err := c.hosts[nl].Propose(ctx, 1, batch(1, 42))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx < p.Index() {
+		t.Fatalf("new leader's entry at %d, below the old one at %d", idx, p.Index())
+	}
+	c.net.isolate(1, false)
+	err = p.Wait(ctx, StageCommitted)
+	if !errors.Is(err, ErrTruncated) {
+		t.Fatalf("truncated proposal: %v, want ErrTruncated", err)
+	}
+	c.waitCaughtUp(1, c.ids...)
+	c.sameGroupLogs(1, c.ids...)
+}
+
+// The leader of every group is cut off; the others elect new leaders and go on; the old
+// leader crashes (losing what it had not flushed), restarts from its files and catches up.
+func TestHostLeaderLossAndCrashRestart(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 8)
+	for _, g := range c.groups {
+		if err := c.hosts[1].Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	leaders := c.waitLeaders(5 * time.Second)
+	for _, g := range c.groups {
+		if _, _, err := c.hosts[leaders[g]].Propose(ctx, g, batch(2, int64(g))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.net.isolate(1, true)
+	leaders = c.waitLeaders(10 * time.Second)
+	for _, g := range c.groups {
+		if leaders[g] == 1 {
+			t.Fatalf("group %d: isolated host leads", g)
+		}
+		for i := 0; i < 3; i++ {
+			if _, _, err := c.hosts[leaders[g]].Propose(ctx, g, batch(1, int64(g)*10+int64(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.stop(1)
+	c.fs[1].Crash()
+	c.start(1)
+	c.net.isolate(1, false)
+	for _, g := range c.groups {
+		c.waitCaughtUp(g, c.ids...)
+		c.sameGroupLogs(g, c.ids...)
+		if end := c.ls[[2]uint64{1, g}].Log().LogEndOffset(); end != 5 {
+			t.Fatalf("group %d: restarted host's log end offset %d, want 5", g, end)
+		}
+	}
+	// And it takes part again: it can lead.
+	if err := c.hosts[1].TransferLeadership(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if l := c.leader(1); l != 0 {
+		_ = c.hosts[l].TransferLeadership(1, 1)
+	}
+	waitFor(t, 10*time.Second, "host 1 to lead group 1 again", func() bool { return c.leader(1) == 1 })
+	if _, _, err := c.hosts[1].Propose(ctx, 1, batch(1, 1000)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A proposal on a follower fails at once with ErrNotLeader; one to an unknown group with
+// ErrUnknownGroup; a closed host fails waiters with ErrHostClosed.
+func TestHostProposalErrors(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 1)
+	if err := c.hosts[1].Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeaders(5 * time.Second)
+	ctx := context.Background()
+	if _, _, err := c.hosts[2].Propose(ctx, 1, batch(1, 1)); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("follower propose: %v", err)
+	}
+	if _, _, err := c.hosts[1].Propose(ctx, 9, batch(1, 1)); !errors.Is(err, ErrUnknownGroup) {
+		t.Fatalf("unknown group: %v", err)
+	}
+	if _, _, err := c.hosts[1].Propose(ctx, 1, nil); !errors.Is(err, ErrEmptyProposal) {
+		t.Fatalf("empty: %v", err)
+	}
+	c.gates[1].set(true)
+	c.gates[2].set(true)
+	c.gates[3].set(true)
+	p, err := c.hosts[1].ProposeAsync(1, batch(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(ctx, StageAppended); err != nil {
+		t.Fatal(err)
+	}
+	c.close()
+	if err := p.Wait(ctx, StageCommitted); !errors.Is(err, ErrHostClosed) {
+		t.Fatalf("after close: %v", err)
+	}
+}
