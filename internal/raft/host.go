@@ -507,6 +507,7 @@ type group struct {
 	sched  atomic.Int32 // 0 idle, 1 queued or running, 2 running and queued again
 	fsched atomic.Int32 // the same for the flush queue
 	ticks  atomic.Int32 // ticks not yet applied
+	solo   atomic.Bool  // the only voter, and leader: ticks do nothing, so none are given
 
 	inMu      sync.Mutex
 	inMsgs    []*pb.Message
@@ -581,6 +582,17 @@ func (g *group) refreshStatus() {
 		}
 	}
 	g.term, g.state, g.lead = term, state, bs.Lead
+	g.updateSolo()
+}
+
+// updateSolo records whether the replica is the group's only voter and its leader. Such a
+// leader has nobody to heartbeat and no election to watch, so the ticker skips it.
+func (g *group) updateSolo() {
+	solo := g.state == etcdraft.StateLeader && len(g.conf[1]) == 0 && len(g.conf[0]) == 1
+	if solo {
+		_, solo = g.conf[0][g.h.id]
+	}
+	g.solo.Store(solo)
 }
 
 // ---- scheduling ----
@@ -695,6 +707,9 @@ func (h *Host) ticker() {
 		}
 		h.mu.RLock()
 		for _, g := range h.list {
+			if g.solo.Load() {
+				continue
+			}
 			if g.mu.TryLock() {
 				work := false
 				if g.gone == nil {
@@ -923,6 +938,7 @@ func (g *group) handleApply(m *pb.Message) error {
 			return err
 		}
 		g.conf = g.rn.Status().Config.Voters
+		g.updateSolo()
 		g.needMaj = true
 	}
 	if g.apply != nil {

@@ -92,10 +92,15 @@ type hostCluster struct {
 	gates  map[uint64]*gate
 	hosts  map[uint64]*Host
 	ls     map[[2]uint64]*LogStorage
+	tick   time.Duration
 }
 
 func newHostCluster(t *testing.T, nodes, groups int) *hostCluster {
-	c := &hostCluster{t: t, net: newTestNet(), fs: map[uint64]*storage.MemFS{}, gates: map[uint64]*gate{},
+	return newHostClusterTick(t, nodes, groups, 10*time.Millisecond)
+}
+
+func newHostClusterTick(t *testing.T, nodes, groups int, tick time.Duration) *hostCluster {
+	c := &hostCluster{t: t, tick: tick, net: newTestNet(), fs: map[uint64]*storage.MemFS{}, gates: map[uint64]*gate{},
 		hosts: map[uint64]*Host{}, ls: map[[2]uint64]*LogStorage{}}
 	for i := 1; i <= nodes; i++ {
 		c.ids = append(c.ids, uint64(i))
@@ -114,7 +119,7 @@ func newHostCluster(t *testing.T, nodes, groups int) *hostCluster {
 
 func (c *hostCluster) start(id uint64) {
 	t := c.t
-	h := NewHost(HostOptions{NodeID: id, Transport: netSender{c.net, id}, TickInterval: 10 * time.Millisecond,
+	h := NewHost(HostOptions{NodeID: id, Transport: netSender{c.net, id}, TickInterval: c.tick,
 		Workers: 2, flushGate: c.gates[id].wait})
 	for _, g := range c.groups {
 		ls, err := Open(storage.Options{FS: c.fs[id], Dir: fmt.Sprintf("g%d", g), SegmentBytes: 1 << 16})
