@@ -314,6 +314,12 @@ func TestHostManyGroups(t *testing.T) {
 		if end := c.ls[[2]uint64{1, g}].Log().LogEndOffset(); end != 1+2+3+4 {
 			t.Fatalf("group %d: log end offset %d, want 10 (%d entries)", g, end, len(ents))
 		}
+		for _, id := range c.ids {
+			ls := c.ls[[2]uint64{id, g}]
+			if _, _, commit := ls.HardState(); commit > ls.FlushedIndex() {
+				t.Fatalf("group %d host %d: persisted commit %d beyond flushed %d", g, id, commit, ls.FlushedIndex())
+			}
+		}
 	}
 	c.close()
 }
@@ -427,6 +433,58 @@ func TestHostLeaderUnflushedDoesNotCount(t *testing.T) {
 	}
 	c.gates[3].set(false)
 	c.waitCaughtUp(1, c.ids...)
+}
+
+// (b, continued) What raft's accounting does allow: both followers flushed, the leader
+// not. The entry is committed by a majority of durable copies (raft's commit index covers
+// it), but the leader neither persists that commit index nor applies the entry, nor
+// reports the proposal committed, until its own flush: its HardState never runs ahead of
+// its flushed log.
+func TestHostCommitByFollowersWhileLeaderUnflushed(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 1)
+	if err := c.hosts[1].Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeaders(5 * time.Second)
+	if c.leader(1) != 1 {
+		t.Fatalf("leader %d, want 1", c.leader(1))
+	}
+	c.waitCaughtUp(1, c.ids...)
+	c.gates[1].set(true)
+	p, err := c.hosts[1].ProposeAsync(1, batch(2, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx, StageAppended); err != nil {
+		t.Fatal(err)
+	}
+	idx := p.Index()
+	waitFor(t, 5*time.Second, "raft to commit on the followers' flushes", func() bool {
+		return c.status(1, 1).Committed >= idx
+	})
+	ls := c.ls[[2]uint64{1, 1}]
+	st := c.status(1, 1)
+	if st.Flushed >= idx || st.Applied >= idx {
+		t.Fatalf("leader %+v: flushed or applied %d through a held gate", st, idx)
+	}
+	if _, _, commit := ls.HardState(); commit >= idx {
+		t.Fatalf("persisted commit %d ahead of the flushed log %d", commit, ls.FlushedIndex())
+	}
+	select {
+	case <-p.stages[StageCommitted-1]:
+		t.Fatal("proposal reported committed before the leader flushed it")
+	default:
+	}
+	c.gates[1].set(false)
+	if err := p.Wait(ctx, StageCommitted); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, commit := ls.HardState(); commit > ls.FlushedIndex() {
+		t.Fatalf("persisted commit %d beyond flushed %d", commit, ls.FlushedIndex())
+	}
 }
 
 // (c) An entry the old leader appended but a new leader replaced: its proposer fails with
