@@ -219,6 +219,11 @@ type GroupConfig struct {
 
 // AddGroup starts a replica of group id on this host.
 func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
+	if _, err := h.group(id); err == nil {
+		return ErrGroupExists
+	} else if errors.Is(err, ErrHostClosed) {
+		return err
+	}
 	ls := cfg.Storage
 	_, cs, err := ls.InitialState()
 	if err != nil {
@@ -266,8 +271,8 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 }
 
 // RemoveGroup stops the replica of group id; its waiting proposals fail with
-// ErrGroupRemoved. Queued flushes of the group are still carried out if a flusher had
-// taken them; nothing is delivered to the group afterwards.
+// ErrGroupRemoved. When it returns the host no longer uses the group's storage (the
+// caller may close it); appends not yet flushed stay unflushed.
 func (h *Host) RemoveGroup(id uint64) error {
 	h.mu.Lock()
 	g, ok := h.groups[id]
@@ -282,9 +287,12 @@ func (h *Host) RemoveGroup(id uint64) error {
 	h.list[len(h.list)-1] = nil
 	h.list = h.list[:len(h.list)-1]
 	h.mu.Unlock()
+	g.removed.Store(true)
 	g.mu.Lock()
 	g.shutdown(ErrGroupRemoved)
 	g.mu.Unlock()
+	g.flushing.Lock() // wait out a flush in progress: then nothing uses the storage
+	g.flushing.Unlock()
 	return nil
 }
 
@@ -349,6 +357,25 @@ func (h *Host) TransferLeadership(id, to uint64) error {
 	return h.control(id, func(rn *etcdraft.RawNode) { rn.TransferLeader(to) })
 }
 
+// ProposeConfChange proposes a configuration change to the group (this replica must lead
+// it). It returns once raft has taken the proposal, not when it is applied: watch
+// Status.Voters for that.
+func (h *Host) ProposeConfChange(id uint64, cc pb.ConfChangeI) error {
+	errc := make(chan error, 1)
+	if err := h.control(id, func(rn *etcdraft.RawNode) { errc <- rn.ProposeConfChange(cc) }); err != nil {
+		return err
+	}
+	select {
+	case err := <-errc:
+		if errors.Is(err, etcdraft.ErrProposalDropped) {
+			err = ErrNotLeader
+		}
+		return err
+	case <-h.stop:
+		return ErrHostClosed
+	}
+}
+
 // Propose proposes data (one Kafka RecordBatch) to the group and waits until it is
 // committed and applied on this replica. It returns the entry's index and term. It fails
 // with ErrNotLeader if this replica is not the leader, ErrTruncated if a new leader
@@ -401,6 +428,9 @@ type Status struct {
 	Committed uint64
 	// Applied is the last index handed to the ApplyFunc.
 	Applied uint64
+	// Voters and VotersOutgoing are the configuration this replica knows (outgoing: the
+	// old half of a joint configuration).
+	Voters, VotersOutgoing []uint64
 }
 
 // Status returns the current state of the group's replica.
@@ -420,6 +450,7 @@ func (h *Host) Status(id uint64) (Status, error) {
 	if bs.RaftState == etcdraft.StateLeader {
 		st.MajorityReplicated = max(g.majority, st.Committed)
 	}
+	st.Voters, st.VotersOutgoing = g.conf[0].Slice(), g.conf[1].Slice()
 	return st, nil
 }
 
@@ -518,6 +549,9 @@ type group struct {
 
 	fMu   sync.Mutex
 	fRecs []appendRec
+
+	flushing sync.Mutex  // held by the flusher while it uses the storage
+	removed  atomic.Bool // set by RemoveGroup and Close: the storage is no longer used
 
 	mu       sync.Mutex // held while a worker (or the ticker) uses the RawNode
 	rn       *etcdraft.RawNode
@@ -849,6 +883,8 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 		// The entries at or below the snapshot are committed, but this replica cannot
 		// tell whether they are the proposed ones: fail them (never a false success).
 		g.truncateProps(snap.GetMetadata().GetIndex()+1, nil)
+		g.conf = g.rn.Status().Config.Voters // raft restored the snapshot's configuration
+		g.updateSolo()
 	}
 	if ents := m.GetEntries(); len(ents) > 0 {
 		g.truncateProps(ents[0].GetIndex(), ents)
@@ -1025,11 +1061,13 @@ func (h *Host) flusher() {
 // HardState, then delivers the responses. One flusher at a time handles a group (fsched),
 // so HardStates are persisted in order.
 func (h *Host) flushGroup(g *group, ob *outbox) {
+	g.flushing.Lock()
+	defer g.flushing.Unlock()
 	g.fMu.Lock()
 	recs := g.fRecs
 	g.fRecs = nil
 	g.fMu.Unlock()
-	if len(recs) == 0 {
+	if len(recs) == 0 || g.removed.Load() {
 		return
 	}
 	if h.opts.flushGate != nil {

@@ -93,6 +93,7 @@ type hostCluster struct {
 	hosts  map[uint64]*Host
 	ls     map[[2]uint64]*LogStorage
 	tick   time.Duration
+	voters []uint64
 }
 
 func newHostCluster(t *testing.T, nodes, groups int) *hostCluster {
@@ -100,13 +101,21 @@ func newHostCluster(t *testing.T, nodes, groups int) *hostCluster {
 }
 
 func newHostClusterTick(t *testing.T, nodes, groups int, tick time.Duration) *hostCluster {
-	c := &hostCluster{t: t, tick: tick, net: newTestNet(), fs: map[uint64]*storage.MemFS{}, gates: map[uint64]*gate{},
+	return newHostClusterVoters(t, nodes, groups, tick, nil)
+}
+
+// newHostClusterVoters bootstraps every group with the given voters (all nodes if nil).
+func newHostClusterVoters(t *testing.T, nodes, groups int, tick time.Duration, voters []uint64) *hostCluster {
+	c := &hostCluster{t: t, tick: tick, voters: voters, net: newTestNet(), fs: map[uint64]*storage.MemFS{}, gates: map[uint64]*gate{},
 		hosts: map[uint64]*Host{}, ls: map[[2]uint64]*LogStorage{}}
 	for i := 1; i <= nodes; i++ {
 		c.ids = append(c.ids, uint64(i))
 	}
 	for g := 1; g <= groups; g++ {
 		c.groups = append(c.groups, uint64(g))
+	}
+	if c.voters == nil {
+		c.voters = c.ids
 	}
 	for _, id := range c.ids {
 		c.fs[id] = storage.NewMemFS()
@@ -127,7 +136,7 @@ func (c *hostCluster) start(id uint64) {
 			t.Fatal(err)
 		}
 		c.ls[[2]uint64{id, g}] = ls
-		if err := h.AddGroup(g, GroupConfig{Storage: ls, Bootstrap: &pb.ConfState{Voters: c.ids}}); err != nil {
+		if err := h.AddGroup(g, GroupConfig{Storage: ls, Bootstrap: &pb.ConfState{Voters: c.voters}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -349,6 +358,7 @@ func TestHostMajorityReplicatedBeforeCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx := p.Index()
+	waitFor(t, 5*time.Second, "the leader's own flush", func() bool { return c.status(1, 1).Flushed >= idx })
 	st := c.status(1, 1)
 	if st.MajorityReplicated < idx || st.Committed >= idx || st.Flushed < idx {
 		t.Fatalf("leader %+v: want majority replicated and flushed >= %d, committed below", st, idx)
@@ -617,5 +627,111 @@ func TestHostProposalErrors(t *testing.T) {
 	c.close()
 	if err := p.Wait(ctx, StageCommitted); !errors.Is(err, ErrHostClosed) {
 		t.Fatalf("after close: %v", err)
+	}
+}
+
+// A third voter joins a two-voter group through a joint configuration: while joint, both
+// majorities must hold an entry for it to count, for commit and for the
+// majority-replicated boundary alike; afterwards the three replicas hold the same log.
+func TestHostJointConfigChange(t *testing.T) {
+	checkLeaks(t)
+	c := newHostClusterVoters(t, 3, 1, 10*time.Millisecond, []uint64{1, 2})
+	if err := c.hosts[1].Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "host 1 to lead", func() bool {
+		return c.status(1, 1).State == etcdraft.StateLeader && c.status(2, 1).Leader == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := c.hosts[1].Propose(ctx, 1, batch(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	enter := &pb.ConfChangeV2{
+		Transition: pb.ConfChangeTransition_ConfChangeTransitionJointExplicit.Enum(),
+		Changes:    []*pb.ConfChangeSingle{{Type: pb.ConfChangeType_ConfChangeAddNode.Enum(), NodeId: new(uint64(3))}},
+	}
+	if err := c.hosts[1].ProposeConfChange(1, enter); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the joint configuration on every replica", func() bool {
+		for _, id := range c.ids {
+			st := c.status(id, 1)
+			if len(st.Voters) != 3 || len(st.VotersOutgoing) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	// Joint: {1,2,3} and {1,2}. With host 2's flushes held, hosts 1 and 3 are a majority
+	// of the incoming half but not of the outgoing one: no commit. The written reports
+	// still make it majority replicated in both halves (host 2 writes before its flush).
+	c.gates[2].set(true)
+	p, err := c.hosts[1].ProposeAsync(1, batch(1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(ctx, StageReplicated); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "host 3 to flush and the leader to see it", func() bool {
+		return c.status(3, 1).Flushed >= p.Index() && c.match(1, 1, 3) >= p.Index()
+	})
+	if st := c.status(1, 1); st.Committed >= p.Index() {
+		t.Fatalf("joint config: committed %d without the outgoing majority", st.Committed)
+	}
+	c.gates[2].set(false)
+	if err := p.Wait(ctx, StageCommitted); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.hosts[1].ProposeConfChange(1, &pb.ConfChangeV2{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the joint configuration to be left", func() bool {
+		for _, id := range c.ids {
+			st := c.status(id, 1)
+			if len(st.Voters) != 3 || len(st.VotersOutgoing) != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if _, _, err := c.hosts[1].Propose(ctx, 1, batch(3, 3)); err != nil {
+		t.Fatal(err)
+	}
+	c.waitCaughtUp(1, c.ids...)
+	c.sameGroupLogs(1, c.ids...)
+}
+
+// RemoveGroup stops a replica; its storage can then be closed; the host goes on with
+// its other groups.
+func TestHostRemoveGroup(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 2)
+	for _, g := range c.groups {
+		if err := c.hosts[1].Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitLeaders(5 * time.Second)
+	if err := c.hosts[3].RemoveGroup(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ls[[2]uint64{3, 2}].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.hosts[3].RemoveGroup(2); !errors.Is(err, ErrUnknownGroup) {
+		t.Fatalf("second remove: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, g := range c.groups {
+		if _, _, err := c.hosts[1].Propose(ctx, g, batch(1, int64(g))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitCaughtUp(1, c.ids...)
+	if err := c.hosts[1].AddGroup(1, GroupConfig{Storage: c.ls[[2]uint64{1, 1}]}); !errors.Is(err, ErrGroupExists) {
+		t.Fatalf("duplicate add: %v", err)
 	}
 }
