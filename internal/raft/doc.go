@@ -4,6 +4,10 @@
 // drives every group's RawNode, the inter-broker transport with coalesced heartbeats, and
 // the written-index tracking that feeds the majority-replicated boundary (DESIGN.md §1–§2).
 //
+// The multi-raft Host (host.go) runs every group of one broker on a fixed pool of worker
+// and flusher goroutines and one ticker; see its documentation for the write path, why
+// raft's commit index is flush-aware there, and the majority-replicated boundary.
+//
 // It must never: know Kafka semantics (no kmsg, no partitions, acks, offsets beyond
 // carrying the ones storage assigns); keep a second copy of log data (the Raft log is the
 // partition log); touch a file except through storage (storage.Log and storage.FS);

@@ -66,6 +66,18 @@ import (
 // where it was. It is never below the commit index. Reports are reset when the term or
 // the role changes.
 
+// # Ticking idle groups, and what comes next
+//
+// The ticker ticks a group in place (TryLock, Tick, HasReady) and queues it only if the
+// tick produced work; a group's sole voter that leads is not ticked at all. Replicated
+// groups still pay raft's own per-group heartbeats (HeartbeatTicks). The plan to make
+// those cost next to nothing: (1) quiesce a group whose leader sees every follower at
+// its last index and commit (stop ticking its RawNode on all replicas, wake it on any
+// message or proposal), with (2) one coalesced liveness heartbeat per pair of hosts per
+// interval (internal/rpc's HeartbeatCoalescer) standing in for the per-group ones of
+// quiesced groups, and a follower that misses it unquiescing its groups so that raft's
+// own election timeout takes over.
+
 // MessageSender carries a host's traffic to another host. Send must not block for long;
 // it may drop (raft recovers from lost messages). Send takes ownership of b.
 type MessageSender interface {
@@ -334,7 +346,8 @@ func (h *Host) Step(b *Batch) {
 	}
 }
 
-// control runs f on the group's RawNode in a worker.
+// control runs f on the group's RawNode in a worker (f(nil) if the group is removed or
+// the host closed first).
 func (h *Host) control(id uint64, f func(*etcdraft.RawNode)) error {
 	g, err := h.group(id)
 	if err != nil {
@@ -349,12 +362,20 @@ func (h *Host) control(id uint64, f func(*etcdraft.RawNode)) error {
 
 // Campaign makes this replica of the group campaign to become leader.
 func (h *Host) Campaign(id uint64) error {
-	return h.control(id, func(rn *etcdraft.RawNode) { _ = rn.Campaign() })
+	return h.control(id, func(rn *etcdraft.RawNode) {
+		if rn != nil {
+			_ = rn.Campaign()
+		}
+	})
 }
 
 // TransferLeadership asks the group's leader (this replica) to hand leadership to to.
 func (h *Host) TransferLeadership(id, to uint64) error {
-	return h.control(id, func(rn *etcdraft.RawNode) { rn.TransferLeader(to) })
+	return h.control(id, func(rn *etcdraft.RawNode) {
+		if rn != nil {
+			rn.TransferLeader(to)
+		}
+	})
 }
 
 // ProposeConfChange proposes a configuration change to the group (this replica must lead
@@ -362,7 +383,13 @@ func (h *Host) TransferLeadership(id, to uint64) error {
 // Status.Voters for that.
 func (h *Host) ProposeConfChange(id uint64, cc pb.ConfChangeI) error {
 	errc := make(chan error, 1)
-	if err := h.control(id, func(rn *etcdraft.RawNode) { errc <- rn.ProposeConfChange(cc) }); err != nil {
+	if err := h.control(id, func(rn *etcdraft.RawNode) {
+		if rn == nil {
+			errc <- ErrGroupRemoved
+			return
+		}
+		errc <- rn.ProposeConfChange(cc)
+	}); err != nil {
 		return err
 	}
 	select {
@@ -595,11 +622,14 @@ func (g *group) shutdown(err error) {
 	}
 	g.props = nil
 	g.inMu.Lock()
-	props := g.inProps
+	props, ctl := g.inProps, g.inCtl
 	g.inProps, g.inMsgs, g.inLocal, g.inWritten, g.inCtl = nil, nil, nil, nil, nil
 	g.inMu.Unlock()
 	for _, p := range props {
 		p.fail(err)
+	}
+	for _, f := range ctl {
+		f(nil)
 	}
 }
 
@@ -779,6 +809,9 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	if g.gone != nil {
 		for _, p := range props {
 			p.fail(g.gone)
+		}
+		for _, f := range ctl {
+			f(nil)
 		}
 		return false
 	}
