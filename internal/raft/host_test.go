@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,8 @@ type testNet struct {
 	mu       sync.Mutex
 	hosts    map[uint64]*Host
 	isolated map[uint64]bool
+	dropRate float64    // fraction of batches lost
+	rng      *rand.Rand // for dropRate
 }
 
 func newTestNet() *testNet {
@@ -38,6 +41,9 @@ func (s netSender) Send(to uint64, b *Batch) {
 	s.n.mu.Lock()
 	h := s.n.hosts[to]
 	cut := s.n.isolated[to] || s.n.isolated[s.from]
+	if s.n.dropRate > 0 && s.n.rng.Float64() < s.n.dropRate {
+		cut = true
+	}
 	s.n.mu.Unlock()
 	if h == nil || cut {
 		return
@@ -734,4 +740,80 @@ func TestHostRemoveGroup(t *testing.T) {
 	if err := c.hosts[1].AddGroup(1, GroupConfig{Storage: c.ls[[2]uint64{1, 1}]}); !errors.Is(err, ErrGroupExists) {
 		t.Fatalf("duplicate add: %v", err)
 	}
+}
+
+// On a network that loses a quarter of all batches (raft messages and written reports
+// alike), proposals still commit (retried when leadership moves), every replica ends with
+// the same log, and no proposal reports success for an entry that is not in it.
+func TestHostLossyNetwork(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 5)
+	c.net.mu.Lock()
+	c.net.dropRate, c.net.rng = 0.25, rand.New(rand.NewPCG(1, 2))
+	c.net.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(c.groups))
+	acked := make([][][2]uint64, len(c.groups)+1) // group → (index, term) of each success
+	for _, g := range c.groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5; {
+				l := c.leaderOf(g)
+				if l == 0 {
+					if ctx.Err() != nil {
+						errs <- fmt.Errorf("group %d: no leader", g)
+						return
+					}
+					time.Sleep(5 * time.Millisecond) // waiting for an election to settle
+					continue
+				}
+				pctx, pcancel := context.WithTimeout(ctx, time.Second)
+				idx, term, err := c.hosts[l].Propose(pctx, g, batch(1, int64(g)*100+int64(i)))
+				pcancel()
+				if err == nil {
+					acked[g] = append(acked[g], [2]uint64{idx, term})
+					i++
+					continue
+				}
+				if ctx.Err() != nil {
+					errs <- fmt.Errorf("group %d: %w", g, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	c.net.mu.Lock()
+	c.net.dropRate = 0
+	c.net.mu.Unlock()
+	for _, g := range c.groups {
+		c.waitCaughtUp(g, c.ids...)
+		ents := c.sameGroupLogs(g, c.ids...)
+		byIndex := map[uint64]uint64{}
+		for _, e := range ents {
+			byIndex[e.Index] = e.Term
+		}
+		for _, a := range acked[g] {
+			if byIndex[a[0]] != a[1] {
+				t.Fatalf("group %d: acknowledged entry %d/%d is not in the log", g, a[0], a[1])
+			}
+		}
+	}
+}
+
+// leaderOf returns a host that believes it leads g (0 if none).
+func (c *hostCluster) leaderOf(g uint64) uint64 {
+	for _, id := range c.ids {
+		if st, err := c.hosts[id].Status(g); err == nil && st.State == etcdraft.StateLeader {
+			return id
+		}
+	}
+	return 0
 }
