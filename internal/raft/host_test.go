@@ -137,7 +137,7 @@ func (c *hostCluster) start(id uint64) {
 	h := NewHost(HostOptions{NodeID: id, Transport: netSender{c.net, id}, TickInterval: c.tick,
 		Workers: 2, flushGate: c.gates[id].wait})
 	for _, g := range c.groups {
-		ls, err := Open(storage.Options{FS: c.fs[id], Dir: fmt.Sprintf("g%d", g), SegmentBytes: 1 << 16})
+		ls, err := Open(storage.Options{FS: c.fs[id], Dir: fmt.Sprintf("g%d", g), SegmentBytes: 4096})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -816,4 +816,82 @@ func (c *hostCluster) leaderOf(g uint64) uint64 {
 		}
 	}
 	return 0
+}
+
+// A follower cut off while the leader's log prefix goes to retention is sent a snapshot
+// of the prefix boundary when it returns, installs it, and ends with the leader's log and
+// offsets; it survives a crash and restart.
+func TestHostLaggingFollowerInstallsSnapshot(t *testing.T) {
+	checkLeaks(t)
+	c := newHostCluster(t, 3, 1)
+	if err := c.hosts[1].Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeaders(5 * time.Second)
+	if c.leader(1) != 1 {
+		t.Fatalf("leader %d, want 1", c.leader(1))
+	}
+	c.net.isolate(3, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := 0; i < 40; i++ {
+		if _, _, err := c.hosts[1].Propose(ctx, 1, batch(1+i%3, int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader := c.ls[[2]uint64{1, 1}]
+	end := leader.Log().LogEndOffset()
+	if err := leader.Log().AdvanceLogStart(end - 4); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := leader.FirstIndex()
+	if first < 10 {
+		t.Fatalf("retention removed too little: first index %d", first)
+	}
+	c.net.isolate(3, false)
+	c.waitCaughtUp(1, c.ids...)
+	follower := c.ls[[2]uint64{3, 1}]
+	if got, _ := follower.FirstIndex(); got != first {
+		t.Fatalf("follower first index %d, want %d (snapshot not installed?)", got, first)
+	}
+	c.sameGroupLogsFrom(1, first, 1, 3)
+	if _, _, err := c.hosts[1].Propose(ctx, 1, batch(2, 999)); err != nil {
+		t.Fatal(err)
+	}
+	c.waitCaughtUp(1, c.ids...)
+	if got := follower.Log().LogEndOffset(); got != end+2 {
+		t.Fatalf("follower log end offset %d, want %d", got, end+2)
+	}
+	c.stop(3)
+	c.fs[3].Crash()
+	c.start(3)
+	c.waitCaughtUp(1, c.ids...)
+	c.sameGroupLogsFrom(1, first, 1, 3)
+}
+
+// sameGroupLogsFrom compares the hosts' logs of g from index from on.
+func (c *hostCluster) sameGroupLogsFrom(g, from uint64, ids ...uint64) {
+	c.t.Helper()
+	read := func(id uint64) []storage.Entry {
+		ls := c.ls[[2]uint64{id, g}]
+		last, _ := ls.LastIndex()
+		ents, err := ls.Log().Entries(from, last+1, 1<<40)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		return ents
+	}
+	ref := read(ids[0])
+	for _, id := range ids[1:] {
+		got := read(id)
+		if len(got) != len(ref) {
+			c.t.Fatalf("group %d: host %d holds %d entries from %d, host %d %d", g, id, len(got), from, ids[0], len(ref))
+		}
+		for i := range ref {
+			a, b := ref[i], got[i]
+			if a.Index != b.Index || a.Term != b.Term || a.BaseOffset != b.BaseOffset || string(a.Data) != string(b.Data) {
+				c.t.Fatalf("group %d index %d differs: host %d %+v, host %d %+v", g, a.Index, id, b, ids[0], a)
+			}
+		}
+	}
 }
