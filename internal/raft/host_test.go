@@ -895,3 +895,47 @@ func (c *hostCluster) sameGroupLogsFrom(g, from uint64, ids ...uint64) {
 		}
 	}
 }
+
+type recordingSender struct {
+	mu   sync.Mutex
+	sent map[uint64][]*Batch
+}
+
+func (r *recordingSender) Send(to uint64, b *Batch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent[to] = append(r.sent[to], b)
+}
+
+// One round's traffic goes out as one batch per peer, with one written report per group
+// (the largest, newest-term one).
+func TestOutboxCoalescesWrittenReports(t *testing.T) {
+	rs := &recordingSender{sent: map[uint64][]*Batch{}}
+	h := &Host{id: 1, opts: HostOptions{Transport: rs}}
+	ob := newOutbox(h)
+	ob.addWritten(2, WrittenReport{Group: 7, Term: 3, Index: 10})
+	ob.addWritten(2, WrittenReport{Group: 7, Term: 3, Index: 12})
+	ob.addWritten(2, WrittenReport{Group: 7, Term: 3, Index: 11})
+	ob.addWritten(2, WrittenReport{Group: 8, Term: 1, Index: 5})
+	ob.addWritten(3, WrittenReport{Group: 7, Term: 2, Index: 50})
+	ob.addWritten(3, WrittenReport{Group: 7, Term: 4, Index: 40})
+	ob.addMsg(2, 7, &pb.Message{Type: pb.MsgHeartbeat.Enum()})
+	ob.flush()
+	ob.flush() // nothing new: nothing sent
+	if len(rs.sent[2]) != 1 || len(rs.sent[3]) != 1 {
+		t.Fatalf("batches: %d to 2, %d to 3; want one each", len(rs.sent[2]), len(rs.sent[3]))
+	}
+	b2, b3 := rs.sent[2][0], rs.sent[3][0]
+	want2 := []WrittenReport{{Group: 7, Term: 3, Index: 12}, {Group: 8, Term: 1, Index: 5}}
+	if b2.From != 1 || len(b2.Messages) != 1 || fmt.Sprint(b2.Written) != fmt.Sprint(want2) {
+		t.Fatalf("to 2: %+v", b2)
+	}
+	if want3 := []WrittenReport{{Group: 7, Term: 4, Index: 40}}; fmt.Sprint(b3.Written) != fmt.Sprint(want3) {
+		t.Fatalf("to 3: %+v", b3.Written)
+	}
+	ob.addWritten(2, WrittenReport{Group: 7, Term: 3, Index: 1})
+	ob.flush()
+	if len(rs.sent[2]) != 2 || rs.sent[2][1].Written[0].Index != 1 {
+		t.Fatal("a new round starts afresh")
+	}
+}
