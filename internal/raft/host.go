@@ -157,7 +157,24 @@ type Host struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
-	ticks atomic.Uint64 // ticks delivered (for tests and metrics)
+	ticks   atomic.Uint64 // ticks delivered
+	flushes atomic.Uint64 // LogStorage.Flush calls
+	appends atomic.Uint64 // MsgStorageAppend messages those flushes covered
+}
+
+// HostStats are cumulative counters of a host.
+type HostStats struct {
+	// Ticks is the number of ticker rounds.
+	Ticks uint64
+	// Flushes counts group flushes (one fsync per dirty segment each); Appends the
+	// MsgStorageAppend messages they made durable (Appends/Flushes is the group-commit
+	// factor).
+	Flushes, Appends uint64
+}
+
+// Stats returns the host's counters.
+func (h *Host) Stats() HostStats {
+	return HostStats{Ticks: h.ticks.Load(), Flushes: h.flushes.Load(), Appends: h.appends.Load()}
 }
 
 // NewHost starts a host's workers, flushers and ticker.
@@ -1113,6 +1130,8 @@ func (h *Host) flushGroup(g *group, ob *outbox) {
 		}
 	}
 	err := g.ls.Flush()
+	h.flushes.Add(1)
+	h.appends.Add(uint64(len(recs)))
 	if err == nil && hs != nil {
 		err = g.ls.SetHardState(hs)
 	}

@@ -323,6 +323,13 @@ func TestHostManyGroups(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
+	for _, id := range c.ids {
+		st := c.hosts[id].Stats()
+		t.Logf("host %d: %d flushes for %d appends (%.2f per flush)", id, st.Flushes, st.Appends, float64(st.Appends)/float64(max(st.Flushes, 1)))
+		if st.Flushes == 0 || st.Appends < st.Flushes {
+			t.Fatalf("host %d: stats %+v", id, st)
+		}
+	}
 	for _, g := range c.groups {
 		c.waitCaughtUp(g, c.ids...)
 		ents := c.sameGroupLogs(g, c.ids...)
