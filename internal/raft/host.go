@@ -395,6 +395,30 @@ func (h *Host) TransferLeadership(id, to uint64) error {
 	})
 }
 
+// ReportUnreachable tells the group's replica that a message to peer was lost (the
+// transport adapter calls it when a send fails), so its leader probes the peer again.
+func (h *Host) ReportUnreachable(id, peer uint64) error {
+	return h.control(id, func(rn *etcdraft.RawNode) {
+		if rn != nil {
+			rn.ReportUnreachable(peer)
+		}
+	})
+}
+
+// ReportSnapshot tells the group's leader whether the snapshot it sent peer arrived; a
+// lost one must be reported, or the leader waits for that follower forever.
+func (h *Host) ReportSnapshot(id, peer uint64, ok bool) error {
+	status := etcdraft.SnapshotFinish
+	if !ok {
+		status = etcdraft.SnapshotFailure
+	}
+	return h.control(id, func(rn *etcdraft.RawNode) {
+		if rn != nil {
+			rn.ReportSnapshot(peer, status)
+		}
+	})
+}
+
 // ProposeConfChange proposes a configuration change to the group (this replica must lead
 // it). It returns once raft has taken the proposal, not when it is applied: watch
 // Status.Voters for that.

@@ -744,6 +744,19 @@ func TestHostRemoveGroup(t *testing.T) {
 		}
 	}
 	c.waitCaughtUp(1, c.ids...)
+	if err := c.hosts[3].ReportUnreachable(2, 1); !errors.Is(err, ErrUnknownGroup) {
+		t.Fatalf("report on a removed group: %v", err)
+	}
+	if err := c.hosts[1].ReportUnreachable(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.hosts[1].ReportSnapshot(1, 3, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.hosts[1].Propose(ctx, 1, batch(1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	c.waitCaughtUp(1, c.ids...)
 	if err := c.hosts[1].AddGroup(1, GroupConfig{Storage: c.ls[[2]uint64{1, 1}]}); !errors.Is(err, ErrGroupExists) {
 		t.Fatalf("duplicate add: %v", err)
 	}
