@@ -1,0 +1,163 @@
+package raftrpc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairn-io/cairn/internal/raft"
+)
+
+// MsgType is the rpc message type that carries raft batches.
+const MsgType uint8 = 1
+
+// wireVersion is the version byte of the payload encoding.
+const wireVersion = 1
+
+// RPCID maps a raft node id to an rpc node id; ok is false if id is not representable.
+func RPCID(id uint64) (int32, bool) {
+	if id == 0 || id > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(id), true
+}
+
+// RaftID maps an rpc node id to a raft node id; ok is false if id is not a valid node id.
+func RaftID(id int32) (uint64, bool) {
+	if id <= 0 {
+		return 0, false
+	}
+	return uint64(id), true
+}
+
+// EncodeBatch encodes b's messages and written reports (not From: the rpc frame carries the
+// sender) into a fresh payload.
+func EncodeBatch(b *raft.Batch) ([]byte, error) {
+	size := 1 + binary.MaxVarintLen64*2 + len(b.Written)*3*binary.MaxVarintLen64
+	sizes := make([]int, len(b.Messages))
+	for i, m := range b.Messages {
+		if m.Msg == nil {
+			return nil, fmt.Errorf("raftrpc: nil message for group %d", m.Group)
+		}
+		sizes[i] = proto.Size(m.Msg)
+		size += 2*binary.MaxVarintLen64 + sizes[i]
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, wireVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(b.Messages)))
+	opts := proto.MarshalOptions{UseCachedSize: true} // sizes were just computed
+	for i, m := range b.Messages {
+		buf = binary.AppendUvarint(buf, m.Group)
+		buf = binary.AppendUvarint(buf, uint64(sizes[i]))
+		n := len(buf)
+		var err error
+		if buf, err = opts.MarshalAppend(buf, m.Msg); err != nil {
+			return nil, fmt.Errorf("raftrpc: group %d: %w", m.Group, err)
+		}
+		if len(buf)-n != sizes[i] {
+			return nil, fmt.Errorf("raftrpc: group %d: message changed while encoding", m.Group)
+		}
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(b.Written)))
+	for _, w := range b.Written {
+		buf = binary.AppendUvarint(buf, w.Group)
+		buf = binary.AppendUvarint(buf, w.Term)
+		buf = binary.AppendUvarint(buf, w.Index)
+	}
+	return buf, nil
+}
+
+var errShort = errors.New("raftrpc: truncated payload")
+
+type reader struct {
+	b []byte
+}
+
+func (r *reader) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		return 0, errShort
+	}
+	r.b = r.b[n:]
+	return v, nil
+}
+
+// count reads an element count and checks that the rest of the payload could hold that
+// many elements of at least min bytes each (so a corrupt count cannot make us allocate).
+func (r *reader) count(min int) (int, error) {
+	n, err := r.uvarint()
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(len(r.b)/min) {
+		return 0, fmt.Errorf("raftrpc: count %d exceeds the %d bytes left", n, len(r.b))
+	}
+	return int(n), nil
+}
+
+// DecodeBatch decodes a payload made by EncodeBatch. The result's From is 0 (the caller
+// knows the sender). The returned messages do not alias payload.
+func DecodeBatch(payload []byte) (*raft.Batch, error) {
+	if len(payload) == 0 {
+		return nil, errShort
+	}
+	if payload[0] != wireVersion {
+		return nil, fmt.Errorf("raftrpc: unsupported version %d", payload[0])
+	}
+	r := reader{payload[1:]}
+	nmsg, err := r.count(2)
+	if err != nil {
+		return nil, err
+	}
+	b := &raft.Batch{}
+	if nmsg > 0 {
+		b.Messages = make([]raft.GroupMessage, 0, nmsg)
+	}
+	for range nmsg {
+		group, err := r.uvarint()
+		if err != nil {
+			return nil, err
+		}
+		n, err := r.uvarint()
+		if err != nil {
+			return nil, err
+		}
+		if n > uint64(len(r.b)) {
+			return nil, errShort
+		}
+		m := &pb.Message{}
+		if err := proto.Unmarshal(r.b[:n], m); err != nil {
+			return nil, fmt.Errorf("raftrpc: group %d: %w", group, err)
+		}
+		r.b = r.b[n:]
+		b.Messages = append(b.Messages, raft.GroupMessage{Group: group, Msg: m})
+	}
+	nw, err := r.count(3)
+	if err != nil {
+		return nil, err
+	}
+	if nw > 0 {
+		b.Written = make([]raft.WrittenReport, 0, nw)
+	}
+	for range nw {
+		var w raft.WrittenReport
+		if w.Group, err = r.uvarint(); err != nil {
+			return nil, err
+		}
+		if w.Term, err = r.uvarint(); err != nil {
+			return nil, err
+		}
+		if w.Index, err = r.uvarint(); err != nil {
+			return nil, err
+		}
+		b.Written = append(b.Written, w)
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("raftrpc: %d trailing bytes", len(r.b))
+	}
+	return b, nil
+}

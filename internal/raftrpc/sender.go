@@ -1,0 +1,140 @@
+package raftrpc
+
+import (
+	"errors"
+	"sync/atomic"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/rpc"
+)
+
+// Reporter is the part of *raft.Host a Sender tells about failed sends.
+type Reporter interface {
+	ReportUnreachable(group, peer uint64) error
+	ReportSnapshot(group, peer uint64, ok bool) error
+}
+
+// Stepper is the part of *raft.Host a Handler delivers received batches to.
+type Stepper interface {
+	Step(b *raft.Batch)
+}
+
+// Sender is a raft.MessageSender over an rpc.Transport. Its methods are safe for concurrent
+// use.
+type Sender struct {
+	t        *rpc.Transport
+	reporter atomic.Pointer[Reporter]
+
+	sent, failed, reported atomic.Uint64
+}
+
+// SenderStats are a Sender's cumulative counters.
+type SenderStats struct {
+	// Sent counts rpc messages queued; Failed the rpc messages not queued (and so lost);
+	// Reported the ReportUnreachable and ReportSnapshot calls made for them.
+	Sent, Failed, Reported uint64
+}
+
+// NewSender returns a Sender over t. Call SetReporter with the host once it exists (the
+// host needs its sender to be created): until then failed sends are counted, not reported.
+func NewSender(t *rpc.Transport) *Sender { return &Sender{t: t} }
+
+// SetReporter sets who is told about failed sends (normally the *raft.Host using s).
+func (s *Sender) SetReporter(r Reporter) { s.reporter.Store(&r) }
+
+// Stats returns the sender's counters.
+func (s *Sender) Stats() SenderStats {
+	return SenderStats{Sent: s.sent.Load(), Failed: s.failed.Load(), Reported: s.reported.Load()}
+}
+
+// Send encodes b and queues it for peer to without blocking. When the message cannot be
+// queued (backpressure, unknown peer, closed transport), every group with a message in b is
+// told that the peer is unreachable, and a snapshot in b is reported as failed, so that raft
+// probes the peer again instead of waiting.
+func (s *Sender) Send(to uint64, b *raft.Batch) {
+	rid, ok := RPCID(to)
+	if !ok {
+		s.fail(to, b)
+		return
+	}
+	s.send(rid, to, b)
+}
+
+func (s *Sender) send(rid int32, to uint64, b *raft.Batch) {
+	payload, err := EncodeBatch(b)
+	if err == nil {
+		err = s.t.Send(rid, MsgType, payload)
+	}
+	if err == nil {
+		s.sent.Add(1)
+		return
+	}
+	if errors.Is(err, rpc.ErrMessageTooLarge) && len(b.Messages) > 1 {
+		// Too large for one rpc message: halve it (the written reports go with the first half).
+		half := len(b.Messages) / 2
+		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[:half], Written: b.Written})
+		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[half:]})
+		return
+	}
+	s.fail(to, b)
+}
+
+func (s *Sender) fail(to uint64, b *raft.Batch) {
+	s.failed.Add(1)
+	rp := s.reporter.Load()
+	if rp == nil {
+		return
+	}
+	r := *rp
+	seen := make(map[uint64]bool, len(b.Messages))
+	for _, m := range b.Messages {
+		if m.Msg.GetType() == pb.MsgSnap {
+			_ = r.ReportSnapshot(m.Group, to, false)
+			s.reported.Add(1)
+		}
+		if !seen[m.Group] {
+			seen[m.Group] = true
+			_ = r.ReportUnreachable(m.Group, to)
+			s.reported.Add(1)
+		}
+	}
+}
+
+// ReceiveStats are a Handler's cumulative counters.
+type ReceiveStats struct {
+	// Batches counts payloads delivered to the host, Dropped those that did not decode or
+	// came from an invalid node id.
+	Batches, Dropped atomic.Uint64
+}
+
+// Handler returns an rpc.Handler that decodes messages of type MsgType and steps them into
+// host, with From set to the sender's authenticated node id. Messages of other types are
+// ignored (a caller multiplexing several types dispatches on msgType first). stats, if not
+// nil, receives the counters.
+func Handler(host Stepper, stats *ReceiveStats) rpc.Handler {
+	if stats == nil {
+		stats = &ReceiveStats{}
+	}
+	return func(from int32, msgType uint8, payload []byte) {
+		if msgType != MsgType {
+			return
+		}
+		id, ok := RaftID(from)
+		if !ok {
+			stats.Dropped.Add(1)
+			return
+		}
+		b, err := DecodeBatch(payload)
+		if err != nil {
+			stats.Dropped.Add(1)
+			return
+		}
+		b.From = id
+		stats.Batches.Add(1)
+		host.Step(b)
+	}
+}
+
+var _ raft.MessageSender = (*Sender)(nil)
