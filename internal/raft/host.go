@@ -66,16 +66,13 @@ import (
 // where it was. It is never below the commit index. Reports are reset when the term or
 // the role changes.
 
-// # Ticking idle groups, and what comes next
+// # Ticking idle groups
 //
 // The ticker ticks a group in place (TryLock, Tick, HasReady) and queues it only if the
 // tick produced work; a group's sole voter that leads is not ticked at all. Replicated
-// groups still pay raft's own per-group heartbeats (HeartbeatTicks). The plan to make
-// those cost next to nothing: (1) quiesce a group whose leader sees every follower at
-// its last index and commit (stop ticking its RawNode on all replicas, wake it on any
-// message or proposal), with (2) one coalesced liveness heartbeat per pair of hosts per
-// interval (internal/rpc's HeartbeatCoalescer) standing in for the per-group ones of
-// quiesced groups, and a follower that misses it unquiescing its groups so that raft's
+// groups that are idle quiesce (quiesce.go): no replica ticks them, and one coalesced
+// HostHeartbeat per pair of hosts per tick (Batch.Heartbeat) stands in for their
+// per-group raft heartbeats; a follower that stops being listed ticks again, so raft's
 // own election timeout takes over.
 
 // MessageSender carries a host's traffic to another host. Send must not block for long;
@@ -102,6 +99,9 @@ type Batch struct {
 	From     uint64
 	Messages []GroupMessage
 	Written  []WrittenReport
+	// Heartbeat, if set, is the sender's coalesced liveness heartbeat (see quiesce.go).
+	// Any batch shows the receiver that the sender is alive.
+	Heartbeat *HostHeartbeat
 }
 
 // ApplyFunc is called by a worker with the committed entries of a group, in order (data
@@ -158,6 +158,8 @@ type Host struct {
 	wg     sync.WaitGroup
 
 	ticks   atomic.Uint64 // ticks delivered
+	tickNo  atomic.Uint64 // the ticker's round, from 1 (the clock of peer liveness)
+	peers   peerTable
 	flushes atomic.Uint64 // LogStorage.Flush calls
 	appends atomic.Uint64 // MsgStorageAppend messages those flushes covered
 }
@@ -201,6 +203,7 @@ func NewHost(opts HostOptions) *Host {
 		opts.MaxInflightMsgs = 256
 	}
 	h := &Host{opts: opts, id: opts.NodeID, groups: map[uint64]*group{}, stop: make(chan struct{})}
+	h.tickNo.Store(1)
 	h.readyQ.init()
 	h.flushQ.init()
 	for i := 0; i < opts.Workers; i++ {
@@ -285,6 +288,8 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 	g.applied = ls.ConfIndex()
 	g.refreshStatus()
 	g.conf = rn.Status().Config.Voters
+	g.notePeers()
+	g.publish()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -344,6 +349,12 @@ func (h *Host) Step(b *Batch) {
 	defer h.mu.RUnlock()
 	if h.closed {
 		return
+	}
+	if b.From != 0 && b.From != h.id {
+		h.peers.get(b.From, 0).seen.Store(h.tickNo.Load())
+	}
+	if b.Heartbeat != nil {
+		h.onHeartbeat(b.From, b.Heartbeat)
 	}
 	for _, m := range b.Messages {
 		if g := h.groups[m.Group]; g != nil {
@@ -608,6 +619,16 @@ type group struct {
 	ticks  atomic.Int32 // ticks not yet applied
 	solo   atomic.Bool  // the only voter, and leader: ticks do nothing, so none are given
 
+	// Quiescence (quiesce.go). quiet: led here and quiesced (the ticker skips it and lists
+	// it in its heartbeats). quietSeen: the local tick at which this follower was last
+	// listed by its leader's host (0: not quiet). pub*: the follower's leader, term and
+	// commit for Step's lock-free check of listings.
+	quiet                       atomic.Bool
+	quietSeen                   atomic.Uint64
+	pubLead, pubTerm, pubCommit atomic.Uint64
+	qTerm, qCommit              uint64   // ticker-owned: what quiet lists
+	qPeers                      []uint64 // ticker-owned
+
 	inMu      sync.Mutex
 	inMsgs    []*pb.Message
 	inLocal   []*pb.Message
@@ -635,6 +656,8 @@ type group struct {
 	waiting  []*Proposal // proposed, not yet appended
 	props    []*Proposal // appended, ascending index
 	needMaj  bool
+	idle     int      // ticks the leader has been idle (quiesce.go)
+	peerIDs  []uint64 // the other members
 }
 
 type appendRec struct {
@@ -684,6 +707,7 @@ func (g *group) refreshStatus() {
 		g.needMaj = true
 		if state == etcdraft.StateLeader && g.state != etcdraft.StateLeader {
 			g.conf = g.rn.Status().Config.Voters
+			g.notePeers()
 		}
 	}
 	g.term, g.state, g.lead = term, state, bs.Lead
@@ -810,18 +834,53 @@ func (h *Host) ticker() {
 			return
 		case <-t.C:
 		}
+		now := h.tickNo.Load()
+		silent := h.silentPeers(now)
+		var lists map[uint64][]QuiescedGroup
+		list := func(g *group) {
+			if lists == nil {
+				lists = map[uint64][]QuiescedGroup{}
+			}
+			for _, p := range g.qPeers {
+				lists[p] = append(lists[p], QuiescedGroup{Group: g.id, Term: g.qTerm, Commit: g.qCommit})
+			}
+		}
 		h.mu.RLock()
 		for _, g := range h.list {
 			if g.solo.Load() {
 				continue
 			}
+			if g.quiet.Load() {
+				live := true
+				for _, p := range g.qPeers {
+					if silent[p] {
+						live = false
+					}
+				}
+				if live {
+					list(g)
+					continue
+				}
+				g.quiet.Store(false) // a member's host went silent: tick again (CheckQuorum)
+			}
+			if s := g.quietSeen.Load(); s != 0 && now-s <= quietSlack {
+				continue // a quiet follower whose leader's host keeps listing the group
+			}
 			if g.mu.TryLock() {
-				work := false
+				work, quiesced := false, false
 				if g.gone == nil {
-					g.rn.Tick()
-					work = g.rn.HasReady()
+					if g.state == etcdraft.StateLeader && !g.quiet.Load() {
+						quiesced = g.tryQuiesce()
+					}
+					if !quiesced {
+						g.rn.Tick()
+						work = g.rn.HasReady()
+					}
 				}
 				g.mu.Unlock()
+				if quiesced {
+					list(g)
+				}
 				if work {
 					h.enqueue(g)
 				}
@@ -831,6 +890,8 @@ func (h *Host) ticker() {
 			}
 		}
 		h.mu.RUnlock()
+		h.sendHeartbeats(lists)
+		h.tickNo.Add(1)
 		h.ticks.Add(1)
 	}
 }
@@ -856,7 +917,17 @@ func (h *Host) process(g *group, ob *outbox) bool {
 		}
 		return false
 	}
+	defer g.publish()
 	rn := g.rn
+	wake := len(local) > 0 || len(props) > 0 || len(ctl) > 0
+	for _, m := range msgs {
+		if !wake && g.wakes(m) {
+			wake = true
+		}
+	}
+	if wake {
+		g.wake()
+	}
 	for n := g.ticks.Swap(0); n > 0; n-- {
 		rn.Tick()
 	}
@@ -958,6 +1029,7 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 		// tell whether they are the proposed ones: fail them (never a false success).
 		g.truncateProps(snap.GetMetadata().GetIndex()+1, nil)
 		g.conf = g.rn.Status().Config.Voters // raft restored the snapshot's configuration
+		g.notePeers()
 		g.updateSolo()
 	}
 	if ents := m.GetEntries(); len(ents) > 0 {
@@ -1048,6 +1120,7 @@ func (g *group) handleApply(m *pb.Message) error {
 			return err
 		}
 		g.conf = g.rn.Status().Config.Voters
+		g.notePeers()
 		g.updateSolo()
 		g.needMaj = true
 	}

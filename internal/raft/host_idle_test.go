@@ -103,8 +103,9 @@ func TestHostIdleCost(t *testing.T) {
 
 // TestHostIdleCostReplicated measures idle ticking with replication: 3 hosts in this
 // process, each holding a replica of 500 groups (CAIRN_IDLE_GROUPS overrides), leaders
-// spread, default 100ms tick and 1-tick heartbeats (raft's own, not yet coalesced). The
-// figure is per host.
+// spread, default 100ms tick and 1-tick heartbeats. The groups quiesce a few ticks after
+// the election, so the window mostly measures quiesced groups (TestHostQuiescedIdleCost
+// waits for quiescence first). The figure is per host.
 func TestHostIdleCostReplicated(t *testing.T) {
 	checkLeaks(t)
 	n := 500

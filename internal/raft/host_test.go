@@ -49,6 +49,9 @@ func (s netSender) Send(to uint64, b *Batch) {
 		return
 	}
 	c := &Batch{From: b.From, Written: append([]WrittenReport(nil), b.Written...)}
+	if b.Heartbeat != nil {
+		c.Heartbeat = &HostHeartbeat{Quiesced: append([]QuiescedGroup(nil), b.Heartbeat.Quiesced...)}
+	}
 	for _, m := range b.Messages {
 		c.Messages = append(c.Messages, GroupMessage{Group: m.Group, Msg: proto.Clone(m.Msg).(*pb.Message)})
 	}

@@ -1,0 +1,229 @@
+package raft
+
+import (
+	"sync"
+	"sync/atomic"
+
+	etcdraft "go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+)
+
+// # Quiescence and coalesced liveness
+//
+// A leader whose group has been idle for quiesceTicks ticks (nothing pending, the log
+// committed and applied, every follower's Match at the last index, every peer host heard
+// from recently, no leadership transfer) quiesces it: the ticker stops ticking the group,
+// so raft sends no per-group heartbeats for it. Instead the host sends every peer host one
+// HostHeartbeat per tick listing (group, term, commit) for the quiesced groups it leads
+// that the peer is a member of.
+//
+// A follower that finds itself listed by the host it follows, at its own term and commit,
+// stops ticking the group while the listings keep coming; if they stop for quietSlack
+// ticks (the leader woke the group, died or is cut off) it ticks again and raft's election
+// timer takes over. A listing that does not match (another term or leader, a commit
+// behind) leaves the follower ticking: at worst it times out, pre-votes, and the pre-vote
+// wakes the leader, whose heartbeats then bring the follower back.
+//
+// Any proposal, control call, conf change, local flush response or raft message other than
+// a same-term heartbeat (or heartbeat response) wakes the group on either side. A quiesced
+// leader also wakes when a member's host has not been heard from for an election timeout,
+// so CheckQuorum runs again. Quiescence only withholds ticks: raft's messages stay the
+// source of truth, and nothing is committed differently.
+
+const (
+	// quiesceTicks is how long a leader's group must stay idle before it quiesces (its
+	// heartbeats meanwhile carry the commit index to the followers).
+	quiesceTicks = 3
+	// quietSlack is how many ticks a follower stays quiet after its last listing (the
+	// hosts' tickers are not aligned, and a heartbeat may be lost); the same bound says
+	// which peers count as live for quiescing.
+	quietSlack = 3
+)
+
+// HostHeartbeat is the coalesced liveness message a host sends each peer host once per
+// tick: the groups the sender leads, has quiesced, and the receiver is a member of.
+type HostHeartbeat struct {
+	Quiesced []QuiescedGroup
+}
+
+// QuiescedGroup says that the sender leads Group in Term and has quiesced it at Commit
+// (its last index, replicated to every member).
+type QuiescedGroup struct {
+	Group, Term, Commit uint64
+}
+
+// peerState is what a host knows about a peer host's liveness.
+type peerState struct {
+	seen atomic.Uint64 // the local tick of the last batch received from the peer
+}
+
+type peerTable struct {
+	mu    sync.Mutex
+	peers map[uint64]*peerState
+	list  []uint64
+}
+
+func (t *peerTable) get(id uint64, now uint64) *peerState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.peers[id]
+	if p == nil {
+		if t.peers == nil {
+			t.peers = map[uint64]*peerState{}
+		}
+		p = &peerState{}
+		p.seen.Store(now) // a grace period: unknown peers are not dead at once
+		t.peers[id] = p
+		t.list = append(t.list, id)
+	}
+	return p
+}
+
+func (t *peerTable) ids() []uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]uint64(nil), t.list...)
+}
+
+// notePeers registers the group's members as peers of the host (called when the
+// configuration changes).
+func (g *group) notePeers() {
+	h := g.h
+	now := h.tickNo.Load()
+	ps := make([]uint64, 0, len(g.conf[0])+len(g.conf[1]))
+	for _, c := range g.conf {
+		for id := range c {
+			if id != h.id {
+				ps = append(ps, id)
+				h.peers.get(id, now)
+			}
+		}
+	}
+	g.peerIDs = ps
+}
+
+// peerLive reports whether a batch from peer arrived within within ticks.
+func (h *Host) peerLive(id uint64, within uint64) bool {
+	p := h.peers.get(id, h.tickNo.Load())
+	return h.tickNo.Load()-p.seen.Load() <= within
+}
+
+// silentPeers returns the peers not heard from for an election timeout (nil if none).
+func (h *Host) silentPeers(now uint64) map[uint64]bool {
+	var silent map[uint64]bool
+	h.peers.mu.Lock()
+	defer h.peers.mu.Unlock()
+	for id, p := range h.peers.peers {
+		if now-p.seen.Load() > uint64(h.opts.ElectionTicks) {
+			if silent == nil {
+				silent = map[uint64]bool{}
+			}
+			silent[id] = true
+		}
+	}
+	return silent
+}
+
+// publish exposes the replica's role for Step's lock-free check of heartbeat listings.
+func (g *group) publish() {
+	lead := uint64(0)
+	if g.state == etcdraft.StateFollower {
+		lead = g.lead
+	}
+	g.pubLead.Store(lead)
+	g.pubTerm.Store(g.term)
+	g.pubCommit.Store(g.rn.BasicStatus().GetCommit())
+}
+
+// wake un-quiesces the group on both sides (called with g.mu held).
+func (g *group) wake() {
+	g.quiet.Store(false)
+	g.quietSeen.Store(0)
+	g.idle = 0
+}
+
+// wakes reports whether an incoming raft message must wake the group.
+func (g *group) wakes(m *pb.Message) bool {
+	switch m.GetType() {
+	case pb.MsgHeartbeat, pb.MsgHeartbeatResp:
+		return m.GetTerm() != g.term
+	}
+	return true
+}
+
+// tryQuiesce is called by the ticker with g.mu held on a replica that is not quiet. It
+// reports whether the group (led here) has now quiesced.
+func (g *group) tryQuiesce() bool {
+	if !g.canQuiesce() {
+		g.idle = 0
+		return false
+	}
+	g.idle++
+	if g.idle < quiesceTicks {
+		return false
+	}
+	g.qTerm = g.term
+	g.qCommit = g.rn.BasicStatus().GetCommit()
+	g.qPeers = append(g.qPeers[:0], g.peerIDs...)
+	g.quiet.Store(true)
+	return true
+}
+
+func (g *group) canQuiesce() bool {
+	if g.state != etcdraft.StateLeader || len(g.waiting) > 0 || len(g.props) > 0 || len(g.peerIDs) == 0 {
+		return false
+	}
+	if g.sched.Load() != 0 || g.fsched.Load() != 0 || g.ticks.Load() != 0 {
+		return false
+	}
+	g.inMu.Lock()
+	pending := len(g.inMsgs) + len(g.inLocal) + len(g.inWritten) + len(g.inProps) + len(g.inCtl)
+	g.inMu.Unlock()
+	if pending > 0 || g.rn.HasReady() {
+		return false
+	}
+	bs := g.rn.BasicStatus()
+	last := g.ls.WrittenIndex()
+	if bs.LeadTransferee != 0 || bs.GetCommit() != last || g.applied != last || g.ls.FlushedIndex() != last {
+		return false
+	}
+	for _, id := range g.peerIDs {
+		if !g.h.peerLive(id, quietSlack) {
+			return false
+		}
+	}
+	ok := true
+	g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+		if pr.Match != last {
+			ok = false
+		}
+	})
+	return ok
+}
+
+// onHeartbeat handles a peer host's coalesced heartbeat (h.mu read-locked).
+func (h *Host) onHeartbeat(from uint64, hb *HostHeartbeat) {
+	now := h.tickNo.Load()
+	for _, q := range hb.Quiesced {
+		g := h.groups[q.Group]
+		if g == nil {
+			continue
+		}
+		if g.pubLead.Load() == from && g.pubTerm.Load() == q.Term && g.pubCommit.Load() == q.Commit {
+			g.quietSeen.Store(now)
+		} else {
+			g.quietSeen.Store(0)
+		}
+	}
+}
+
+// sendHeartbeats sends every known peer host its coalesced heartbeat for this tick.
+func (h *Host) sendHeartbeats(lists map[uint64][]QuiescedGroup) {
+	if h.opts.Transport == nil {
+		return
+	}
+	for _, id := range h.peers.ids() {
+		h.opts.Transport.Send(id, &Batch{From: h.id, Heartbeat: &HostHeartbeat{Quiesced: lists[id]}})
+	}
+}

@@ -1,0 +1,208 @@
+package raft
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+)
+
+// quiesced reports whether g's leader has quiesced it and every reachable follower is
+// quiet (listed by the leader's host recently).
+func (c *hostCluster) quiesced(g uint64) bool {
+	l := c.leader(g)
+	if l == 0 {
+		return false
+	}
+	for _, id := range c.ids {
+		gr, err := c.hosts[id].group(g)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if id == l {
+			if !gr.quiet.Load() {
+				return false
+			}
+			continue
+		}
+		if c.net.isolated[id] {
+			continue
+		}
+		s := gr.quietSeen.Load()
+		if s == 0 || c.hosts[id].tickNo.Load()-s > quietSlack {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *hostCluster) waitQuiesced(timeout time.Duration) {
+	c.t.Helper()
+	waitFor(c.t, timeout, "every group quiesced", func() bool {
+		for _, g := range c.groups {
+			if !c.quiesced(g) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Idle replicated groups quiesce, and then cost next to nothing: 3 hosts, 2,000 groups
+// (CAIRN_IDLE_GROUPS overrides), default 100ms tick; the figure is per host.
+func TestHostQuiescedIdleCost(t *testing.T) {
+	checkLeaks(t)
+	n := 2000
+	if v, err := strconv.Atoi(os.Getenv("CAIRN_IDLE_GROUPS")); err == nil && v > 0 {
+		n = v
+	}
+	if testing.Short() || raceEnabled {
+		n = min(n, 300)
+	}
+	c := newHostClusterTick(t, 3, n, 100*time.Millisecond)
+	for _, g := range c.groups {
+		if err := c.hosts[1+g%3].Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitLeaders(60 * time.Second)
+	c.waitQuiesced(30 * time.Second)
+	frac := measureIdle(t, c.hosts[1], 2*time.Second) / 3
+	t.Logf("%d quiesced replicated groups per host: %.2f%% of one core per host (%.1f µs per replica per second)", n, frac*100, frac*1e6/float64(n))
+	for _, g := range c.groups {
+		if !c.quiesced(g) {
+			t.Fatalf("group %d woke while idle", g)
+		}
+	}
+	if !raceEnabled && frac > 0.10 {
+		t.Fatalf("idle cost %.1f%% of a core per host for %d quiesced groups", frac*100, n)
+	}
+}
+
+// A proposal to a quiesced group commits promptly (it wakes the group; no tick needed),
+// and the group quiesces again afterwards.
+func TestHostQuiescedProposalCommits(t *testing.T) {
+	checkLeaks(t)
+	c := newHostClusterTick(t, 3, 10, 50*time.Millisecond)
+	for _, g := range c.groups {
+		if err := c.hosts[1+g%3].Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaders := c.waitLeaders(10 * time.Second)
+	c.waitQuiesced(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, g := range c.groups {
+		start := time.Now()
+		if _, _, err := c.hosts[leaders[g]].Propose(ctx, g, batch(1, int64(g))); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); !raceEnabled && d > 10*c.tick {
+			t.Errorf("group %d: proposal to a quiesced group took %v", g, d)
+		}
+	}
+	for _, g := range c.groups {
+		c.waitCaughtUp(g, c.ids...)
+		c.sameGroupLogs(g, c.ids...)
+	}
+	c.waitQuiesced(10 * time.Second)
+}
+
+// When the host leading quiesced groups is cut off, the followers miss its coalesced
+// heartbeats, tick again, and elect new leaders within an election timeout and a margin;
+// the old leader wakes (its peers went silent) and steps down; after healing, all logs
+// agree and the groups quiesce again.
+func TestHostQuiescedLeaderIsolated(t *testing.T) {
+	checkLeaks(t)
+	c := newHostClusterTick(t, 3, 30, 20*time.Millisecond)
+	for _, g := range c.groups {
+		if err := c.hosts[1].Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitLeaders(10 * time.Second)
+	c.waitQuiesced(10 * time.Second)
+	c.net.isolate(1, true)
+	start := time.Now()
+	// raft's randomized election timeout is below 2×ElectionTicks; add the quiet slack,
+	// a pre-vote round and scheduling margin.
+	bound := time.Duration(2*c.hosts[2].opts.ElectionTicks+quietSlack+10) * c.tick
+	if raceEnabled {
+		bound *= 3
+	}
+	leaders := c.waitLeaders(bound)
+	t.Logf("new leaders for %d groups after %v (bound %v)", len(c.groups), time.Since(start), bound)
+	for _, g := range c.groups {
+		if leaders[g] == 1 {
+			t.Fatalf("group %d: isolated host leads", g)
+		}
+	}
+	waitFor(t, 10*time.Second, "the isolated host to step down", func() bool {
+		for _, g := range c.groups {
+			if c.status(1, g).State == etcdraft.StateLeader {
+				return false
+			}
+		}
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, g := range c.groups {
+		if _, _, err := c.hosts[leaders[g]].Propose(ctx, g, batch(1, int64(g))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.net.isolate(1, false)
+	for _, g := range c.groups {
+		c.waitCaughtUp(g, c.ids...)
+		c.sameGroupLogs(g, c.ids...)
+	}
+	c.waitQuiesced(10 * time.Second)
+}
+
+// A follower cut off from its quiesced leader resumes ticking and pre-votes in vain (the
+// other follower is in the leader's lease); the leader wakes (a peer went silent) and
+// takes writes with the remaining majority; once healed the follower catches up and the
+// groups quiesce again.
+func TestHostQuiescedFollowerPartitionHeals(t *testing.T) {
+	checkLeaks(t)
+	c := newHostClusterTick(t, 3, 20, 20*time.Millisecond)
+	for _, g := range c.groups {
+		if err := c.hosts[1].Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitLeaders(10 * time.Second)
+	c.waitQuiesced(10 * time.Second)
+	c.net.isolate(3, true)
+	// Long enough for host 3 to time out, pre-vote and for host 1 to notice it is gone.
+	waitFor(t, 10*time.Second, "host 1 to wake its groups", func() bool {
+		for _, g := range c.groups {
+			gr, _ := c.hosts[1].group(g)
+			if gr.quiet.Load() {
+				return false
+			}
+		}
+		return true
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, g := range c.groups {
+		if _, _, err := c.hosts[1].Propose(ctx, g, batch(2, int64(g))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.net.isolate(3, false)
+	for _, g := range c.groups {
+		c.waitCaughtUp(g, c.ids...)
+		c.sameGroupLogs(g, c.ids...)
+		if l := c.leader(g); l != 1 {
+			t.Logf("group %d: leader %d after healing", g, l)
+		}
+	}
+	c.waitQuiesced(10 * time.Second)
+}
