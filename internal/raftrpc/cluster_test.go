@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,8 +27,14 @@ type node struct {
 	host   *raft.Host
 	ls     map[uint64]*raft.LogStorage
 	recv   ReceiveStats
-	down   bool // transport closed
+	down   bool          // transport closed
+	quiet  atomic.Uint64 // quiesced groups listed in the host heartbeats received
 }
+
+// stepFunc is a Stepper.
+type stepFunc func(*raft.Batch)
+
+func (f stepFunc) Step(b *raft.Batch) { f(b) }
 
 type cluster struct {
 	t      *testing.T
@@ -61,7 +68,12 @@ func newCluster(t *testing.T, nodes, groups int) *cluster {
 		n.sender = NewSender(tr)
 		n.host = raft.NewHost(raft.HostOptions{NodeID: id, Transport: n.sender, TickInterval: 20 * time.Millisecond, Workers: 2})
 		n.sender.SetReporter(n.host)
-		handle = Handler(n.host, &n.recv)
+		handle = Handler(stepFunc(func(b *raft.Batch) {
+			if b.Heartbeat != nil {
+				n.quiet.Add(uint64(len(b.Heartbeat.Quiesced)))
+			}
+			n.host.Step(b)
+		}), &n.recv)
 		c.nodes[id] = n
 		fs := storage.NewMemFS()
 		for _, g := range c.groups {
@@ -273,6 +285,17 @@ func TestClusterOverRPC(t *testing.T) {
 			t.Fatalf("node %d: received %d batches, dropped %d, sender %+v", id, n.recv.Batches.Load(), n.recv.Dropped.Load(), n.sender.Stats())
 		}
 	}
+
+	// Idle groups quiesce: their leaders' hosts list them in the coalesced heartbeats,
+	// which must cross the wire too.
+	waitFor(t, 20*time.Second, "quiesced groups listed in heartbeats received by every node", func() bool {
+		for _, id := range c.ids {
+			if c.nodes[id].quiet.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
 
 	// Cut off the node leading the most groups: the others elect new leaders and go on.
 	count := map[uint64]int{}

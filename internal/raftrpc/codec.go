@@ -16,7 +16,7 @@ import (
 const MsgType uint8 = 1
 
 // wireVersion is the version byte of the payload encoding.
-const wireVersion = 1
+const wireVersion = 2
 
 // RPCID maps a raft node id to an rpc node id; ok is false if id is not representable.
 func RPCID(id uint64) (int32, bool) {
@@ -37,7 +37,10 @@ func RaftID(id int32) (uint64, bool) {
 // EncodeBatch encodes b's messages and written reports (not From: the rpc frame carries the
 // sender) into a fresh payload.
 func EncodeBatch(b *raft.Batch) ([]byte, error) {
-	size := 1 + binary.MaxVarintLen64*2 + len(b.Written)*3*binary.MaxVarintLen64
+	size := 1 + binary.MaxVarintLen64*3 + len(b.Written)*3*binary.MaxVarintLen64
+	if b.Heartbeat != nil {
+		size += len(b.Heartbeat.Quiesced) * 3 * binary.MaxVarintLen64
+	}
 	sizes := make([]int, len(b.Messages))
 	for i, m := range b.Messages {
 		if m.Msg == nil {
@@ -67,6 +70,15 @@ func EncodeBatch(b *raft.Batch) ([]byte, error) {
 		buf = binary.AppendUvarint(buf, w.Group)
 		buf = binary.AppendUvarint(buf, w.Term)
 		buf = binary.AppendUvarint(buf, w.Index)
+	}
+	if b.Heartbeat == nil {
+		return append(buf, 0), nil
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(b.Heartbeat.Quiesced))+1)
+	for _, q := range b.Heartbeat.Quiesced {
+		buf = binary.AppendUvarint(buf, q.Group)
+		buf = binary.AppendUvarint(buf, q.Term)
+		buf = binary.AppendUvarint(buf, q.Commit)
 	}
 	return buf, nil
 }
@@ -155,6 +167,33 @@ func DecodeBatch(payload []byte) (*raft.Batch, error) {
 			return nil, err
 		}
 		b.Written = append(b.Written, w)
+	}
+	hb, err := r.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if hb > 0 {
+		nq := hb - 1
+		if nq > uint64(len(r.b)/3) {
+			return nil, fmt.Errorf("raftrpc: count %d exceeds the %d bytes left", nq, len(r.b))
+		}
+		b.Heartbeat = &raft.HostHeartbeat{}
+		if nq > 0 {
+			b.Heartbeat.Quiesced = make([]raft.QuiescedGroup, 0, nq)
+		}
+	}
+	for range max(int(hb)-1, 0) {
+		var q raft.QuiescedGroup
+		if q.Group, err = r.uvarint(); err != nil {
+			return nil, err
+		}
+		if q.Term, err = r.uvarint(); err != nil {
+			return nil, err
+		}
+		if q.Commit, err = r.uvarint(); err != nil {
+			return nil, err
+		}
+		b.Heartbeat.Quiesced = append(b.Heartbeat.Quiesced, q)
 	}
 	if len(r.b) != 0 {
 		return nil, fmt.Errorf("raftrpc: %d trailing bytes", len(r.b))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"testing"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -53,6 +55,7 @@ func sampleBatch() *raft.Batch {
 		b.Messages = append(b.Messages, raft.GroupMessage{Group: uint64(i) << 40, Msg: m})
 	}
 	b.Written = []raft.WrittenReport{{Group: 1, Term: 4, Index: 13}, {Group: math.MaxUint64, Term: math.MaxUint64, Index: 0}}
+	b.Heartbeat = &raft.HostHeartbeat{Quiesced: []raft.QuiescedGroup{{Group: 3, Term: 4, Commit: 13}, {Group: math.MaxUint64, Term: 1, Commit: math.MaxUint64}}}
 	return b
 }
 
@@ -75,6 +78,32 @@ func sameBatch(t testing.TB, got, want *raft.Batch) {
 			t.Fatalf("written %d: got %+v, want %+v", i, got.Written[i], want.Written[i])
 		}
 	}
+	if (got.Heartbeat == nil) != (want.Heartbeat == nil) {
+		t.Fatalf("heartbeat %+v, want %+v", got.Heartbeat, want.Heartbeat)
+	}
+	if want.Heartbeat != nil && !slices.Equal(got.Heartbeat.Quiesced, want.Heartbeat.Quiesced) {
+		t.Fatalf("heartbeat %+v, want %+v", got.Heartbeat.Quiesced, want.Heartbeat.Quiesced)
+	}
+}
+
+// TestBatchFieldsEncoded fails when raft.Batch (or what it carries) gains a field: the
+// encoding must then carry it too, or it is silently lost between hosts.
+func TestBatchFieldsEncoded(t *testing.T) {
+	for typ, want := range map[reflect.Type][]string{
+		reflect.TypeFor[raft.Batch]():         {"From", "Messages", "Written", "Heartbeat"},
+		reflect.TypeFor[raft.GroupMessage]():  {"Group", "Msg"},
+		reflect.TypeFor[raft.WrittenReport](): {"Group", "Term", "Index"},
+		reflect.TypeFor[raft.HostHeartbeat](): {"Quiesced"},
+		reflect.TypeFor[raft.QuiescedGroup](): {"Group", "Term", "Commit"},
+	} {
+		var got []string
+		for f := range typ.Fields() {
+			got = append(got, f.Name)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v has fields %v; raftrpc encodes %v: extend the encoding (and its version)", typ, got, want)
+		}
+	}
 }
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -82,6 +111,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{},
 		{Written: []raft.WrittenReport{{Group: 5, Term: 2, Index: 100}}},
 		{Messages: []raft.GroupMessage{{Group: 1, Msg: &pb.Message{}}}},
+		{Heartbeat: &raft.HostHeartbeat{}},
 		sampleBatch(),
 	} {
 		p, err := EncodeBatch(b)
@@ -120,13 +150,15 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	cases := map[string][]byte{
 		"empty":         nil,
-		"version":       append([]byte{2}, good[1:]...),
+		"version":       append([]byte{wireVersion + 1}, good[1:]...),
 		"trailing":      append(append([]byte(nil), good...), 0),
 		"huge count":    {wireVersion, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"huge len":      {wireVersion, 1, 1, 0xff, 0xff, 0x03, 0},
 		"bad protobuf":  {wireVersion, 1, 1, 2, 0xff, 0xff, 0},
 		"no written":    {wireVersion, 0},
-		"short written": {wireVersion, 0, 1, 1, 1},
+		"no heartbeat":  {wireVersion, 0, 0},
+		"short written": {wireVersion, 0, 1, 1, 1, 0},
+		"short hb":      {wireVersion, 0, 0, 2, 1, 1},
 	}
 	for i := 1; i < len(good); i += 1 + len(good)/50 {
 		cases[fmt.Sprintf("truncated at %d", i)] = good[:i]

@@ -14,15 +14,17 @@
 // Raft node ids are uint64, rpc node ids int32. The mapping is the identity on 1..MaxInt32
 // (RaftID and RPCID); ids outside it are not representable and are refused.
 //
-// # Wire format (version 1)
+// # Wire format (version 2)
 //
 // One raft.Batch travels as one rpc message of type MsgType (unless it exceeds the rpc
 // message limit, in which case its messages are split over several). The rpc frame carries
 // the CRC and the sender's authenticated id, so neither is repeated here:
 //
-//	payload  = version:uint8 (=1) | nmsg:uvarint | nmsg × message | nwritten:uvarint | nwritten × written
+//	payload  = version:uint8 (=2) | nmsg:uvarint | nmsg × message | nwritten:uvarint | nwritten × written |
+//	           hb:uvarint (0: no HostHeartbeat; n+1: one listing n groups) | n × quiesced
 //	message  = group:uvarint | len:uvarint | raftpb.Message[len]   (protobuf encoding)
 //	written  = group:uvarint | term:uvarint | index:uvarint
+//	quiesced = group:uvarint | term:uvarint | commit:uvarint
 //
 // A payload that does not decode exactly (bad version, truncated field, trailing bytes,
 // invalid protobuf) is dropped whole. A new field of raft.Batch needs a new version.

@@ -72,9 +72,9 @@ func (s *Sender) send(rid int32, to uint64, b *raft.Batch) {
 		return
 	}
 	if errors.Is(err, rpc.ErrMessageTooLarge) && len(b.Messages) > 1 {
-		// Too large for one rpc message: halve it (the written reports go with the first half).
+		// Too large for one rpc message: halve it (the written reports and heartbeat go with the first half).
 		half := len(b.Messages) / 2
-		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[:half], Written: b.Written})
+		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[:half], Written: b.Written, Heartbeat: b.Heartbeat})
 		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[half:]})
 		return
 	}
