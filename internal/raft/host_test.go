@@ -24,12 +24,15 @@ type testNet struct {
 	mu       sync.Mutex
 	hosts    map[uint64]*Host
 	isolated map[uint64]bool
-	dropRate float64    // fraction of batches lost
-	rng      *rand.Rand // for dropRate
+	dropRate float64        // fraction of batches lost
+	rng      *rand.Rand     // for dropRate
+	batches  map[uint64]int // batches delivered, by sender
+	msgs     map[uint64]int // raft messages delivered, by sender
 }
 
 func newTestNet() *testNet {
-	return &testNet{hosts: map[uint64]*Host{}, isolated: map[uint64]bool{}}
+	return &testNet{hosts: map[uint64]*Host{}, isolated: map[uint64]bool{},
+		batches: map[uint64]int{}, msgs: map[uint64]int{}}
 }
 
 type netSender struct {
@@ -43,6 +46,10 @@ func (s netSender) Send(to uint64, b *Batch) {
 	cut := s.n.isolated[to] || s.n.isolated[s.from]
 	if s.n.dropRate > 0 && s.n.rng.Float64() < s.n.dropRate {
 		cut = true
+	}
+	if h != nil && !cut {
+		s.n.batches[s.from]++
+		s.n.msgs[s.from] += len(b.Messages)
 	}
 	s.n.mu.Unlock()
 	if h == nil || cut {

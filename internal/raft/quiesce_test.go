@@ -206,3 +206,44 @@ func TestHostQuiescedFollowerPartitionHeals(t *testing.T) {
 	}
 	c.waitQuiesced(10 * time.Second)
 }
+
+// Once every group is quiesced, the only traffic between two hosts is one batch per tick
+// (the coalesced heartbeat): no raft message at all.
+func TestHostQuiescedOneBatchPerPeerPerTick(t *testing.T) {
+	checkLeaks(t)
+	c := newHostClusterTick(t, 3, 60, 20*time.Millisecond)
+	for _, g := range c.groups {
+		if err := c.hosts[1+g%3].Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.waitLeaders(10 * time.Second)
+	c.waitQuiesced(10 * time.Second)
+	counts := func() (b, m map[uint64]int, ticks map[uint64]uint64) {
+		c.net.mu.Lock()
+		defer c.net.mu.Unlock()
+		b, m, ticks = map[uint64]int{}, map[uint64]int{}, map[uint64]uint64{}
+		for _, id := range c.ids {
+			b[id], m[id], ticks[id] = c.net.batches[id], c.net.msgs[id], c.hosts[id].ticks.Load()
+		}
+		return
+	}
+	b0, m0, t0 := counts()
+	waitFor(t, 10*time.Second, "20 ticks", func() bool { return c.hosts[1].ticks.Load() >= t0[1]+20 })
+	b1, m1, t1 := counts()
+	for _, id := range c.ids {
+		if m1[id] != m0[id] {
+			t.Errorf("host %d sent %d raft messages while quiesced", id, m1[id]-m0[id])
+		}
+		ticks := int(t1[id] - t0[id])
+		peers := len(c.ids) - 1
+		if got := b1[id] - b0[id]; got < peers*(ticks-1) || got > peers*(ticks+1) {
+			t.Errorf("host %d sent %d batches in %d ticks to %d peers", id, got, ticks, peers)
+		}
+	}
+	for _, g := range c.groups {
+		if !c.quiesced(g) {
+			t.Fatalf("group %d woke while idle", g)
+		}
+	}
+}
