@@ -9,6 +9,14 @@
 // panic on a received payload (garbage is dropped and counted); import a package above
 // internal/raft.
 //
+// # Wiring
+//
+// The host needs its sender and the transport its handler when they are created, so a
+// broker wires one node as: tr := rpc.New(opts with a Handler that forwards to a variable);
+// s := NewSender(tr); h := raft.NewHost(HostOptions{Transport: s, ...}); s.SetReporter(h);
+// set the variable to Handler(h, stats); tr.Start(). The rpc Transport has one Handler: a
+// caller carrying other message types dispatches on msgType and passes MsgType here.
+//
 // # Node ids
 //
 // Raft node ids are uint64, rpc node ids int32. The mapping is the identity on 1..MaxInt32
