@@ -625,7 +625,6 @@ type group struct {
 	// commit for Step's lock-free check of listings.
 	quiet                       atomic.Bool
 	quietSeen                   atomic.Uint64
-	wantWake                    atomic.Bool // a follower behind its quiesced leader's commit
 	pubLead, pubTerm, pubCommit atomic.Uint64
 	qTerm, qCommit              uint64   // ticker-owned: what quiet lists
 	qPeers                      []uint64 // ticker-owned
@@ -838,7 +837,6 @@ func (h *Host) ticker() {
 		now := h.tickNo.Load()
 		silent := h.silentPeers(now)
 		var lists map[uint64][]QuiescedGroup
-		var wakes map[uint64][]uint64
 		list := func(g *group) {
 			if lists == nil {
 				lists = map[uint64][]QuiescedGroup{}
@@ -864,14 +862,6 @@ func (h *Host) ticker() {
 					continue
 				}
 				g.quiet.Store(false) // a member's host went silent: tick again (CheckQuorum)
-			}
-			if g.wantWake.Load() && g.wantWake.Swap(false) {
-				if lead := g.pubLead.Load(); lead != 0 {
-					if wakes == nil {
-						wakes = map[uint64][]uint64{}
-					}
-					wakes[lead] = append(wakes[lead], g.id)
-				}
 			}
 			if s := g.quietSeen.Load(); s != 0 && now-s <= quietSlack {
 				continue // a quiet follower whose leader's host keeps listing the group
@@ -900,7 +890,7 @@ func (h *Host) ticker() {
 			}
 		}
 		h.mu.RUnlock()
-		h.sendHeartbeats(lists, wakes)
+		h.sendHeartbeats(lists)
 		h.tickNo.Add(1)
 		h.ticks.Add(1)
 	}

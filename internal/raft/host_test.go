@@ -28,8 +28,6 @@ type testNet struct {
 	rng      *rand.Rand     // for dropRate
 	batches  map[uint64]int // batches delivered, by sender
 	msgs     map[uint64]int // raft messages delivered, by sender
-	// drop, if set, drops single raft messages (from host, to host, message).
-	drop func(from, to uint64, m *pb.Message) bool
 }
 
 func newTestNet() *testNet {
@@ -46,7 +44,6 @@ func (s netSender) Send(to uint64, b *Batch) {
 	s.n.mu.Lock()
 	h := s.n.hosts[to]
 	cut := s.n.isolated[to] || s.n.isolated[s.from]
-	drop := s.n.drop
 	if s.n.dropRate > 0 && s.n.rng.Float64() < s.n.dropRate {
 		cut = true
 	}
@@ -60,13 +57,9 @@ func (s netSender) Send(to uint64, b *Batch) {
 	}
 	c := &Batch{From: b.From, Written: append([]WrittenReport(nil), b.Written...)}
 	if b.Heartbeat != nil {
-		c.Heartbeat = &HostHeartbeat{Quiesced: append([]QuiescedGroup(nil), b.Heartbeat.Quiesced...),
-			Wake: append([]uint64(nil), b.Heartbeat.Wake...)}
+		c.Heartbeat = &HostHeartbeat{Quiesced: append([]QuiescedGroup(nil), b.Heartbeat.Quiesced...)}
 	}
 	for _, m := range b.Messages {
-		if drop != nil && drop(s.from, to, m.Msg) {
-			continue
-		}
 		c.Messages = append(c.Messages, GroupMessage{Group: m.Group, Msg: proto.Clone(m.Msg).(*pb.Message)})
 	}
 	h.Step(c)

@@ -45,10 +45,6 @@ const (
 // tick: the groups the sender leads, has quiesced, and the receiver is a member of.
 type HostHeartbeat struct {
 	Quiesced []QuiescedGroup
-	// Wake lists groups the receiver leads and listed as quiesced whose replica on the
-	// sender is behind the listed commit (the heartbeats that carried it were lost): the
-	// leader wakes them, and its raft heartbeats bring the follower up to date.
-	Wake []uint64
 }
 
 // QuiescedGroup says that the sender leads Group in Term and has quiesced it at Commit
@@ -214,32 +210,20 @@ func (h *Host) onHeartbeat(from uint64, hb *HostHeartbeat) {
 		if g == nil {
 			continue
 		}
-		if g.pubLead.Load() == from && g.pubTerm.Load() == q.Term {
-			if c := g.pubCommit.Load(); c == q.Commit {
-				g.quietSeen.Store(now)
-				continue
-			} else if c < q.Commit {
-				g.wantWake.Store(true)
-			}
-		}
-		g.quietSeen.Store(0)
-	}
-	for _, id := range hb.Wake {
-		if g := h.groups[id]; g != nil && g.quiet.Load() {
-			g.inMu.Lock()
-			g.inCtl = append(g.inCtl, func(*etcdraft.RawNode) {}) // any control call wakes
-			g.inMu.Unlock()
-			h.enqueue(g)
+		if g.pubLead.Load() == from && g.pubTerm.Load() == q.Term && g.pubCommit.Load() == q.Commit {
+			g.quietSeen.Store(now)
+		} else {
+			g.quietSeen.Store(0)
 		}
 	}
 }
 
 // sendHeartbeats sends every known peer host its coalesced heartbeat for this tick.
-func (h *Host) sendHeartbeats(lists map[uint64][]QuiescedGroup, wakes map[uint64][]uint64) {
+func (h *Host) sendHeartbeats(lists map[uint64][]QuiescedGroup) {
 	if h.opts.Transport == nil {
 		return
 	}
 	for _, id := range h.peers.ids() {
-		h.opts.Transport.Send(id, &Batch{From: h.id, Heartbeat: &HostHeartbeat{Quiesced: lists[id], Wake: wakes[id]}})
+		h.opts.Transport.Send(id, &Batch{From: h.id, Heartbeat: &HostHeartbeat{Quiesced: lists[id]}})
 	}
 }
