@@ -165,9 +165,18 @@ func TestConformsToMemoryStorage(t *testing.T) {
 					t.Fatalf("append at %d: %v", lo, err)
 				}
 			case 5: // hard state
-				hsTerm = max(hsTerm, rapid.Uint64Range(0, 10).Draw(t, "term"))
-				hsVote = rapid.Uint64Range(0, 3).Draw(t, "vote")
-				hsCommit = rapid.Uint64Range(0, li).Draw(t, "commit")
+				// Hard states as raft produces them: the term never goes down, a vote is
+				// cast at most once per term and never in term 0.
+				newTerm := max(hsTerm, rapid.Uint64Range(0, 10).Draw(t, "term"))
+				if vote := rapid.Uint64Range(0, 3).Draw(t, "vote"); newTerm > hsTerm || hsVote == 0 {
+					hsVote = vote
+				}
+				if hsTerm = newTerm; hsTerm == 0 {
+					hsVote = 0
+				}
+				// Raft never lowers its commit index (and never hands storage an all-zero
+				// HardState, which LogStorage ignores as raft does).
+				hsCommit = rapid.Uint64Range(hsCommit, max(hsCommit, li)).Draw(t, "commit")
 				hs := &pb.HardState{Term: new(hsTerm), Vote: new(hsVote), Commit: new(hsCommit)}
 				ms.SetHardState(hs)
 				if err := ls.SetHardState(hs); err != nil {
