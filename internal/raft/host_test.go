@@ -316,6 +316,16 @@ func TestHostManyGroups(t *testing.T) {
 			var last uint64
 			for i := 0; i < 4; i++ {
 				idx, term, err := h.Propose(ctx, g, batch(1+i, int64(g*100)+int64(i)))
+				// On a loaded machine an election can move leadership between
+				// waitLeaders and here; like a client, find the new leader and retry.
+				for errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+					if l := c.leader(g); l != 0 {
+						h = c.hosts[l]
+					} else {
+						time.Sleep(5 * time.Millisecond) // poll interval while the election runs
+					}
+					idx, term, err = h.Propose(ctx, g, batch(1+i, int64(g*100)+int64(i)))
+				}
 				if err != nil {
 					errs <- fmt.Errorf("group %d: %w", g, err)
 					return
