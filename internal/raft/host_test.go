@@ -219,6 +219,22 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// newLedCluster is three hosts sharing group 1, with host 1 its leader and every replica
+// caught up: the starting point of the boundary tests.
+func newLedCluster(t *testing.T) *hostCluster {
+	t.Helper()
+	c := newHostCluster(t, 3, 1)
+	if err := c.hosts[1].Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	c.waitLeaders(5 * time.Second)
+	if c.leader(1) != 1 {
+		t.Fatalf("leader %d, want 1", c.leader(1))
+	}
+	c.waitCaughtUp(1, c.ids...)
+	return c
+}
+
 func (c *hostCluster) waitLeaders(timeout time.Duration) map[uint64]uint64 {
 	c.t.Helper()
 	leaders := map[uint64]uint64{}
@@ -370,15 +386,7 @@ func TestHostManyGroups(t *testing.T) {
 // boundary covers it, the committed one does not.
 func TestHostMajorityReplicatedBeforeCommit(t *testing.T) {
 	checkLeaks(t)
-	c := newHostCluster(t, 3, 1)
-	if err := c.hosts[1].Campaign(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitLeaders(5 * time.Second)
-	if c.leader(1) != 1 {
-		t.Fatalf("leader %d, want 1", c.leader(1))
-	}
-	c.waitCaughtUp(1, c.ids...)
+	c := newLedCluster(t)
 	c.gates[2].set(true)
 	c.gates[3].set(true)
 	p, err := c.hosts[1].ProposeAsync(1, batch(3, 1))
@@ -433,15 +441,7 @@ func TestHostMajorityReplicatedBeforeCommit(t *testing.T) {
 // flushes, it commits; its persisted commit index never passes its flushed log.
 func TestHostLeaderUnflushedDoesNotCount(t *testing.T) {
 	checkLeaks(t)
-	c := newHostCluster(t, 3, 1)
-	if err := c.hosts[1].Campaign(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitLeaders(5 * time.Second)
-	if c.leader(1) != 1 {
-		t.Fatalf("leader %d, want 1", c.leader(1))
-	}
-	c.waitCaughtUp(1, c.ids...)
+	c := newLedCluster(t)
 	c.gates[1].set(true)
 	c.gates[3].set(true)
 	p, err := c.hosts[1].ProposeAsync(1, batch(2, 7))
@@ -485,15 +485,7 @@ func TestHostLeaderUnflushedDoesNotCount(t *testing.T) {
 // its flushed log.
 func TestHostCommitByFollowersWhileLeaderUnflushed(t *testing.T) {
 	checkLeaks(t)
-	c := newHostCluster(t, 3, 1)
-	if err := c.hosts[1].Campaign(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitLeaders(5 * time.Second)
-	if c.leader(1) != 1 {
-		t.Fatalf("leader %d, want 1", c.leader(1))
-	}
-	c.waitCaughtUp(1, c.ids...)
+	c := newLedCluster(t)
 	c.gates[1].set(true)
 	p, err := c.hosts[1].ProposeAsync(1, batch(2, 8))
 	if err != nil {
@@ -534,15 +526,7 @@ func TestHostCommitByFollowersWhileLeaderUnflushed(t *testing.T) {
 // ErrTruncated and never succeeds.
 func TestHostTruncatedProposalFails(t *testing.T) {
 	checkLeaks(t)
-	c := newHostCluster(t, 3, 1)
-	if err := c.hosts[1].Campaign(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitLeaders(5 * time.Second)
-	if c.leader(1) != 1 {
-		t.Fatalf("leader %d, want 1", c.leader(1))
-	}
-	c.waitCaughtUp(1, c.ids...)
+	c := newLedCluster(t)
 	c.net.isolate(1, true)
 	p, err := c.hosts[1].ProposeAsync(1, batch(5, 99))
 	if err != nil {
