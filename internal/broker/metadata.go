@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -51,20 +50,11 @@ func (m *metadata) topicNames() []string {
 }
 
 func loadMetadata(fs storage.FS, dir string) (*metadata, error) {
-	f, err := fs.OpenFile(filepath.Join(dir, metadataFile), os.O_RDONLY, 0)
+	buf, err := storage.ReadFile(fs, filepath.Join(dir, metadataFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("opening metadata: %w", err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, size)
-	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("reading metadata: %w", err)
 	}
 	m := newMetadata("")
@@ -89,24 +79,5 @@ func (m *metadata) save(fs storage.FS, dir string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, metadataFile+".tmp")
-	f, err := fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(buf); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(tmp, filepath.Join(dir, metadataFile)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
+	return storage.WriteFileAtomic(fs, filepath.Join(dir, metadataFile), buf)
 }

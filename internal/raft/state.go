@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -264,25 +263,8 @@ func writeState(fs storage.FS, name string, s *raftState) error {
 	if len(data) > maxStateSize {
 		return fmt.Errorf("raft: state of %d bytes exceeds %d", len(data), maxStateSize)
 	}
-	tmp := name + ".tmp"
-	f, err := fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err = f.WriteAt(data, 0); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("raft: write %s: %w", tmp, err)
-	}
-	if err := fs.Rename(tmp, name); err != nil {
-		return fmt.Errorf("raft: rename %s: %w", tmp, err)
-	}
-	if err := fs.SyncDir(filepath.Dir(name)); err != nil {
-		return fmt.Errorf("raft: sync %s: %w", filepath.Dir(name), err)
+	if err := storage.WriteFileAtomic(fs, name, data); err != nil {
+		return fmt.Errorf("raft: write %s: %w", name, err)
 	}
 	return nil
 }

@@ -127,8 +127,10 @@ func writeFileDurable(fs FS, name string, data []byte) error {
 	return err
 }
 
-// writeFileAtomic replaces name with data durably: temp file, fsync, rename, SyncDir.
-func writeFileAtomic(fs FS, name string, data []byte) error {
+// WriteFileAtomic replaces name with data durably: temp file, fsync, rename, SyncDir. A
+// crash at any point leaves either the old file or the new one. Every small file that must
+// change whole (checkpoints, node metadata, Raft state) goes through it.
+func WriteFileAtomic(fs FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	if err := writeFileDurable(fs, tmp, data); err != nil {
 		return err

@@ -300,7 +300,7 @@ func (l *Log) recover() error {
 		// A truncation below the log start was interrupted before it rewrote the
 		// checkpoint: follow the log end, durably, so later appends stay readable.
 		l.lso = leo
-		if err := writeFileAtomic(fs, filepath.Join(dir, checkpointName), encodeCheckpoint(leo)); err != nil {
+		if err := WriteFileAtomic(fs, filepath.Join(dir, checkpointName), encodeCheckpoint(leo)); err != nil {
 			return err
 		}
 	}
@@ -334,8 +334,8 @@ func (l *Log) openSegment(base uint64) (*segment, bool, error) {
 
 // loadSegmentIndexes adopts a closed segment's index files if they describe it exactly.
 func (l *Log) loadSegmentIndexes(s *segment, fileSize int64) ([]termRun, bool) {
-	idx, err1 := readWholeFile(l.fs, segPath(l.dir, s.baseIndex, indexSuffix))
-	tidx, err2 := readWholeFile(l.fs, segPath(l.dir, s.baseIndex, timeIndexSuffix))
+	idx, err1 := ReadFile(l.fs, segPath(l.dir, s.baseIndex, indexSuffix))
+	tidx, err2 := ReadFile(l.fs, segPath(l.dir, s.baseIndex, timeIndexSuffix))
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}
@@ -414,7 +414,8 @@ func removeSegmentFiles(fs FS, dir string, base uint64) error {
 	return nil
 }
 
-func readWholeFile(fs FS, name string) ([]byte, error) {
+// ReadFile reads the whole of name through fs.
+func ReadFile(fs FS, name string) ([]byte, error) {
 	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -445,7 +446,7 @@ func encodeCheckpoint(lso int64) []byte {
 }
 
 func readCheckpoint(fs FS, dir string) (int64, bool, error) {
-	b, err := readWholeFile(fs, filepath.Join(dir, checkpointName))
+	b, err := ReadFile(fs, filepath.Join(dir, checkpointName))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, false, nil

@@ -11,7 +11,7 @@ import (
 
 func readAllFS(t *testing.T, fs FS, name string) []byte {
 	t.Helper()
-	b, err := readWholeFile(fs, name)
+	b, err := ReadFile(fs, name)
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}

@@ -89,7 +89,7 @@ func (l *Log) TruncateSuffix(fromIndex uint64) error {
 	if lsoMoved {
 		// Truncated below the log start: the persisted log start must follow, or a
 		// restart would put it beyond the log end of the new entries.
-		if err := writeFileAtomic(l.fs, filepath.Join(l.dir, checkpointName), encodeCheckpoint(lso)); err != nil {
+		if err := WriteFileAtomic(l.fs, filepath.Join(l.dir, checkpointName), encodeCheckpoint(lso)); err != nil {
 			return l.failWith(err)
 		}
 	}
@@ -191,7 +191,7 @@ func (l *Log) advanceTo(offset int64, n int) error {
 	if err := l.flushLocked(); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(l.fs, filepath.Join(l.dir, checkpointName), encodeCheckpoint(offset)); err != nil {
+	if err := WriteFileAtomic(l.fs, filepath.Join(l.dir, checkpointName), encodeCheckpoint(offset)); err != nil {
 		return l.failWith(fmt.Errorf("storage: write log start checkpoint: %w", err))
 	}
 	l.mu.Lock()
@@ -367,7 +367,7 @@ func (l *Log) Reset(nextIndex, prevTerm uint64, nextOffset int64) error {
 		err = s.f.Sync()
 	}
 	if err == nil {
-		err = writeFileAtomic(l.fs, filepath.Join(l.dir, checkpointName), encodeCheckpoint(nextOffset))
+		err = WriteFileAtomic(l.fs, filepath.Join(l.dir, checkpointName), encodeCheckpoint(nextOffset))
 	}
 	if err != nil {
 		if s != nil {
