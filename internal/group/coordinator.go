@@ -141,14 +141,7 @@ func (c *Coordinator) Close() {
 
 func (c *Coordinator) failWaitersLocked(g *group, err *kerr.Error) {
 	for _, m := range g.members {
-		if m.joinCh != nil {
-			m.joinCh <- JoinResult{Err: err, MemberID: m.id, Generation: -1}
-			m.joinCh = nil
-		}
-		if m.syncCh != nil {
-			m.syncCh <- SyncResult{Err: err}
-			m.syncCh = nil
-		}
+		m.failWaits(err)
 	}
 }
 

@@ -253,8 +253,8 @@ func (g *group) add(m *member) {
 	}
 }
 
-// remove takes m out of the group, answering whatever it was waiting for.
-func (g *group) remove(m *member, err *kerr.Error) {
+// failWaits answers a pending JoinGroup or SyncGroup of m with err.
+func (m *member) failWaits(err *kerr.Error) {
 	if m.joinCh != nil {
 		m.joinCh <- JoinResult{Err: err, MemberID: m.id, Generation: -1}
 		m.joinCh = nil
@@ -263,6 +263,11 @@ func (g *group) remove(m *member, err *kerr.Error) {
 		m.syncCh <- SyncResult{Err: err}
 		m.syncCh = nil
 	}
+}
+
+// remove takes m out of the group, answering whatever it was waiting for.
+func (g *group) remove(m *member, err *kerr.Error) {
+	m.failWaits(err)
 	delete(g.members, m.id)
 	delete(g.pendingSync, m.id)
 	if m.instanceID != nil && g.static[*m.instanceID] == m.id {
