@@ -7,6 +7,13 @@ import (
 	"sort"
 )
 
+// SnapshotVersion is the encoding version of snapshots. Version 2 added the partitions'
+// Raft group ids (Topic.Groups and next_group); a version-1 snapshot, which has neither, is
+// still read, and its partitions are given group ids in snapshot order (topics by name,
+// partitions in order, from 1), the same on every replica that decodes it. Commands are
+// unchanged and stay at Version.
+const SnapshotVersion = 2
+
 // snapshot is the encoded form of a whole State. Brokers are sorted by id and topics by
 // name, and map keys are written sorted, so equal states encode to equal bytes.
 type snapshot struct {
@@ -17,13 +24,15 @@ type snapshot struct {
 	Topics         []Topic           `json:"topics"`
 	ClusterConfig  map[string]string `json:"cluster_config"`
 	NextProducerID int64             `json:"next_producer_id"`
+	NextGroup      uint64            `json:"next_group,omitempty"`
 }
 
 // Snapshot encodes the whole state, including the applied index, for a Raft snapshot.
 func (s *State) Snapshot() ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	snap := snapshot{V: Version, Applied: s.applied, ClusterID: s.clusterID, ClusterConfig: s.clusterConfig, NextProducerID: s.nextProducerID}
+	snap := snapshot{V: SnapshotVersion, Applied: s.applied, ClusterID: s.clusterID, ClusterConfig: s.clusterConfig,
+		NextProducerID: s.nextProducerID, NextGroup: s.nextGroup}
 	for _, b := range s.brokers {
 		snap.Brokers = append(snap.Brokers, *b)
 	}
@@ -44,7 +53,7 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	if err := strictUnmarshal(b, &snap); err != nil {
 		return nil, fmt.Errorf("%w: snapshot: %v", ErrMalformed, err)
 	}
-	if err := checkVersion(snap.V); err != nil {
+	if err := checkSnapshotVersion(snap.V); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	bad := func(format string, args ...any) (*State, error) {
@@ -84,6 +93,13 @@ func DecodeSnapshot(b []byte) (*State, error) {
 			return bad("live brokers %d and %d share an address", b.ID, other)
 		}
 	}
+	if snap.V >= 2 && snap.NextGroup < 1 {
+		return bad("next group id %d is below 1", snap.NextGroup)
+	}
+	if snap.V < 2 && snap.NextGroup != 0 {
+		return bad("version %d snapshot with a next group id", snap.V)
+	}
+	s.nextGroup = max(snap.NextGroup, 1)
 	metricNames := map[string]string{}
 	for _, tp := range snap.Topics {
 		if e := checkTopicName(tp.Name); e != nil {
@@ -117,10 +133,41 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		}
 		metricNames[metricName(tp.Name)] = tp.Name
 		t := tp.clone()
+		if snap.V < 2 {
+			if t.Groups != nil {
+				return bad("version %d snapshot with group ids", snap.V)
+			}
+			s.assignGroups(&t, 0)
+		} else {
+			if len(t.Groups) != len(t.Assignment) {
+				return bad("topic %q has %d partitions but %d group ids", t.Name, len(t.Assignment), len(t.Groups))
+			}
+			for p, g := range t.Groups {
+				if g < 1 || g >= s.nextGroup {
+					return bad("topic %q partition %d has group id %d outside [1, %d)", t.Name, p, g, s.nextGroup)
+				}
+				if _, dup := s.groups[g]; dup {
+					return bad("group id %d used twice", g)
+				}
+				s.groups[g] = groupRef{topic: t.Name, partition: int32(p)}
+			}
+		}
 		s.topics[t.Name] = &t
 		s.topicIDs[t.ID] = t.Name
 	}
 	return s, nil
+}
+
+// checkSnapshotVersion accepts versions 1 and SnapshotVersion, as checkVersion does
+// commands.
+func checkSnapshotVersion(v int) error {
+	switch {
+	case v < 1:
+		return fmt.Errorf("%w: version %d", ErrMalformed, v)
+	case v > SnapshotVersion:
+		return fmt.Errorf("%w: version %d, this build knows %d", ErrUnsupportedVersion, v, SnapshotVersion)
+	}
+	return nil
 }
 
 // Restore replaces the state with a decoded snapshot. On error the state is unchanged.
@@ -131,7 +178,7 @@ func (s *State) Restore(b []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.applied, s.clusterID, s.brokers, s.topics, s.topicIDs, s.clusterConfig, s.nextProducerID =
-		n.applied, n.clusterID, n.brokers, n.topics, n.topicIDs, n.clusterConfig, n.nextProducerID
+	s.applied, s.clusterID, s.brokers, s.topics, s.topicIDs, s.clusterConfig, s.nextProducerID, s.nextGroup, s.groups =
+		n.applied, n.clusterID, n.brokers, n.topics, n.topicIDs, n.clusterConfig, n.nextProducerID, n.nextGroup, n.groups
 	return nil
 }

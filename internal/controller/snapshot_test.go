@@ -86,7 +86,13 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		want error
 	}{
 		"garbage":             {"{", ErrMalformed},
-		"future version":      {corrupt(`"v":1`, `"v":9`), ErrUnsupportedVersion},
+		"future version":      {corrupt(`"v":2`, `"v":9`), ErrUnsupportedVersion},
+		"group ids short":     {corrupt(`"groups":[1,2,3]`, `"groups":[1,2]`), ErrMalformed},
+		"group id zero":       {corrupt(`"groups":[1,2,3]`, `"groups":[0,2,3]`), ErrMalformed},
+		"group id twice":      {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,2]`), ErrMalformed},
+		"group id unissued":   {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,99]`), ErrMalformed},
+		"no next group":       {corrupt(`,"next_group":7`, ``), ErrMalformed},
+		"v1 with group ids":   {corrupt(`"v":2`, `"v":1`), ErrMalformed},
 		"unknown broker":      {corrupt(`"assignment":[[5,1]`, `"assignment":[[6,1]`), ErrMalformed},
 		"duplicate replica":   {corrupt(`"assignment":[[5,1]`, `"assignment":[[1,1]`), ErrMalformed},
 		"wrong rf":            {corrupt(`"assignment":[[5,1]`, `"assignment":[[5]`), ErrMalformed},
@@ -128,4 +134,61 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 	}
 	after, _ := h.s.Snapshot()
 	eq(t, string(after), string(before))
+}
+
+func TestGroupIDs(t *testing.T) {
+	h := richState(t)
+	// orders took 1-3, logs 4, my.topic 5, the partition added to logs 6.
+	for _, tc := range []struct {
+		group     uint64
+		topic     string
+		partition int32
+	}{{1, "orders", 0}, {3, "orders", 2}, {4, "logs", 0}, {5, "my.topic", 0}, {6, "logs", 1}} {
+		topic, p, ok := h.s.PartitionByGroup(tc.group)
+		if !ok || topic != tc.topic || p != tc.partition {
+			t.Errorf("group %d: %q %d %v, want %q %d", tc.group, topic, p, ok, tc.topic, tc.partition)
+		}
+	}
+	if _, _, ok := h.s.PartitionByGroup(0); ok {
+		t.Error("group 0 is the controller's, not a partition's")
+	}
+	eq(t, h.s.NextGroup(), uint64(7))
+	logs, _ := h.s.Topic("logs")
+	eq(t, logs.Groups, []uint64{4, 6})
+
+	// A deleted topic's group ids are never handed out again.
+	h.ok(DeleteTopic{Name: "logs"})
+	if _, _, ok := h.s.PartitionByGroup(4); ok {
+		t.Error("group 4 still maps to the deleted topic")
+	}
+	h.ok(topicCmd("fresh", 9, []int32{1}))
+	fresh, _ := h.s.Topic("fresh")
+	eq(t, fresh.Groups, []uint64{7})
+
+	// The ids survive a snapshot.
+	snap, _ := h.s.Snapshot()
+	r, err := DecodeSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, r.NextGroup(), uint64(8))
+	topic, p, ok := r.PartitionByGroup(7)
+	if !ok || topic != "fresh" || p != 0 {
+		t.Fatalf("restored group 7: %q %d %v", topic, p, ok)
+	}
+}
+
+func TestSnapshotVersion1GetsGroupIDs(t *testing.T) {
+	v1 := `{"v":1,"applied":3,"cluster_id":"c","brokers":[{"id":1,"kafka_addr":"k","rpc_addr":"r","incarnation":1,"live":true}],` +
+		`"topics":[{"name":"a","id":"ab000000000000000000000000000001","rf":1,"configs":{},"assignment":[[1],[1]]},` +
+		`{"name":"b","id":"ab000000000000000000000000000002","rf":1,"configs":{},"assignment":[[1]]}],"cluster_config":{},"next_producer_id":0}`
+	s, err := DecodeSnapshot([]byte(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Topic("a")
+	b, _ := s.Topic("b")
+	eq(t, a.Groups, []uint64{1, 2})
+	eq(t, b.Groups, []uint64{3})
+	eq(t, s.NextGroup(), uint64(4))
 }

@@ -25,13 +25,17 @@ type Broker struct {
 }
 
 // Topic is a topic as the controller knows it. Assignment[p] is partition p's replica
-// list; its first entry is the preferred leader.
+// list; its first entry is the preferred leader. Groups[p] is partition p's Raft group id,
+// handed out at apply time from a cluster-wide counter (from 1; 0 is the controller's own
+// group) and never reused, so a broker that still holds a deleted topic's group cannot
+// mistake it for a new partition's.
 type Topic struct {
 	Name       string            `json:"name"`
 	ID         TopicID           `json:"id"`
 	RF         int16             `json:"rf"`
 	Configs    map[string]string `json:"configs"`
 	Assignment [][]int32         `json:"assignment"`
+	Groups     []uint64          `json:"groups"`
 }
 
 // Internal reports whether the topic is internal (its name starts with "__", as
@@ -48,6 +52,7 @@ func (t *Topic) clone() Topic {
 		c.Configs = map[string]string{}
 	}
 	c.Assignment = cloneAssignment(t.Assignment)
+	c.Groups = slices.Clone(t.Groups)
 	return c
 }
 
@@ -93,6 +98,14 @@ type State struct {
 	topicIDs       map[TopicID]string
 	clusterConfig  map[string]string
 	nextProducerID int64
+	nextGroup      uint64              // the Raft group id the next partition gets
+	groups         map[uint64]groupRef // every partition's group id
+}
+
+// groupRef names the partition a Raft group replicates.
+type groupRef struct {
+	topic     string
+	partition int32
 }
 
 // New returns an empty state: nothing applied, no cluster id.
@@ -102,6 +115,17 @@ func New() *State {
 		topics:        map[string]*Topic{},
 		topicIDs:      map[TopicID]string{},
 		clusterConfig: map[string]string{},
+		nextGroup:     1,
+		groups:        map[uint64]groupRef{},
+	}
+}
+
+// assignGroups gives partitions [from, len(t.Assignment)) of t the next group ids.
+func (s *State) assignGroups(t *Topic, from int) {
+	for p := from; p < len(t.Assignment); p++ {
+		t.Groups = append(t.Groups, s.nextGroup)
+		s.groups[s.nextGroup] = groupRef{topic: t.Name, partition: int32(p)}
+		s.nextGroup++
 	}
 }
 
@@ -323,6 +347,10 @@ func (s *State) createTopic(c *CreateTopic) *applyErr {
 	if t.Configs == nil {
 		t.Configs = map[string]string{}
 	}
+	if s.nextGroup > math.MaxUint64-uint64(len(t.Assignment)) {
+		return reject(kerr.UnknownServerError, "raft group ids are exhausted")
+	}
+	s.assignGroups(t, 0)
 	s.topics[t.Name] = t
 	s.topicIDs[t.ID] = t.Name
 	return nil
@@ -338,6 +366,9 @@ func (s *State) deleteTopic(c *DeleteTopic) *applyErr {
 	}
 	delete(s.topics, t.Name)
 	delete(s.topicIDs, t.ID)
+	for _, g := range t.Groups {
+		delete(s.groups, g)
+	}
 	return nil
 }
 
@@ -357,7 +388,12 @@ func (s *State) createPartitions(c *CreatePartitions) *applyErr {
 			return e
 		}
 	}
+	if s.nextGroup > math.MaxUint64-uint64(len(c.NewAssignment)) {
+		return reject(kerr.UnknownServerError, "raft group ids are exhausted")
+	}
+	from := len(t.Assignment)
 	t.Assignment = append(t.Assignment, cloneAssignment(c.NewAssignment)...)
+	s.assignGroups(t, from)
 	return nil
 }
 
@@ -505,6 +541,22 @@ func (s *State) Assignment(topic string, partition int32) ([]int32, bool) {
 		return nil, false
 	}
 	return slices.Clone(t.Assignment[partition]), true
+}
+
+// PartitionByGroup returns the partition Raft group id replicates. Group 0 (the
+// controller) and the groups of deleted topics are not found.
+func (s *State) PartitionByGroup(id uint64) (topic string, partition int32, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.groups[id]
+	return r.topic, r.partition, ok
+}
+
+// NextGroup returns the Raft group id the next partition created will get.
+func (s *State) NextGroup() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.nextGroup
 }
 
 // TopicConfig returns a topic's config overrides.
