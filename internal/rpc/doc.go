@@ -45,6 +45,10 @@
 //	                                       reasonLen:uint16 | reason
 //	batch  (kind 3, dialler → listener)  = count:uint32 | count × (type:uint8 | len:uint32 | payload)
 //
+// A hello addressed to node 0 (ProbeNodeID) is a probe: the listener checks the cluster id as
+// for any hello, acks with its own node id and closes the connection (see Probe). Node id 0 is
+// therefore reserved and no node may use it.
+//
 // A connection carries traffic in one direction only: the dialler sends a hello, waits for an
 // ack, then sends batches. A frame whose CRC does not match, whose length exceeds the
 // receiver's Options.MaxFrameBytes, whose version or kind is unknown, or whose body does not

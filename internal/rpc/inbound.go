@@ -71,6 +71,12 @@ func (t *Transport) serve(c net.Conn) {
 	switch {
 	case h.Cluster != t.opts.ClusterID:
 		refuse = "cluster id " + strconv.Quote(h.Cluster) + " is not this cluster's " + strconv.Quote(t.opts.ClusterID)
+	case h.To == ProbeNodeID:
+		// A probe only asks who listens here: answer and close, deliver nothing.
+		t.counters.probes.Add(1)
+		c.SetWriteDeadline(time.Now().Add(t.opts.HandshakeTimeout))
+		c.Write(appendAck(nil, ack{OK: true, From: t.opts.NodeID}))
+		return
 	case h.To != t.opts.NodeID:
 		refuse = "this is not the node the dialler meant"
 	}

@@ -21,6 +21,7 @@ type recvCounters struct {
 type transportCounters struct {
 	rejected    atomic.Uint64
 	frameErrors atomic.Uint64
+	probes      atomic.Uint64
 }
 
 // PeerStats is a snapshot of the counters for one node. Sent counters exist for configured
@@ -60,6 +61,8 @@ type Stats struct {
 	InboundRejected uint64
 	// InboundFrameErrors counts inbound connections closed for a corrupt or oversized frame.
 	InboundFrameErrors uint64
+	// ProbesAnswered counts probe handshakes (see Probe) this node answered.
+	ProbesAnswered uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -104,6 +107,7 @@ func (t *Transport) Stats() Stats {
 	out := Stats{
 		InboundRejected:    t.counters.rejected.Load(),
 		InboundFrameErrors: t.counters.frameErrors.Load(),
+		ProbesAnswered:     t.counters.probes.Load(),
 	}
 	for _, s := range byID {
 		out.Peers = append(out.Peers, *s)
