@@ -198,7 +198,7 @@ func build() *registry {
 		add(Property{Name: name, Scope: ScopeNode, Type: s.typ, Default: def, Valid: s.valid,
 			Description: desc, EnforcedBy: enforcedBy, Flag: flag, DefaultFrom: defFrom, check: s.check})
 	}
-	node(NodeID, "--node-id", numSpec(TypeInt, 0, math.MaxInt32, false), "0", "",
+	node(NodeID, "--node-id", numSpec(TypeInt, 1, math.MaxInt32, false), "1", "",
 		"This node's broker id, unique in the cluster.",
 		"broker: node identity in Raft, Metadata and placement")
 	node(NodeDataDir, "--data-dir", dataDirSpec(), "./cairn-data", "",

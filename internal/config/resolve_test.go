@@ -129,7 +129,7 @@ func TestResolveNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := NodeConfig{NodeID: 0, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
+	want := NodeConfig{NodeID: 1, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
 		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdminAddr: ":9644"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
@@ -260,7 +260,7 @@ func TestDescribeBroker(t *testing.T) {
 		{"auto.create.topics.enable", "true", SourceDefault, false, []Synonym{
 			{"auto.create.topics.enable", "true", SourceDefault}}},
 		{"node.id", "2", SourceStaticBroker, true, []Synonym{
-			{"node.id", "2", SourceStaticBroker}, {"node.id", "0", SourceDefault}}},
+			{"node.id", "2", SourceStaticBroker}, {"node.id", "1", SourceDefault}}},
 		{"data.dir", "/d", SourceStaticBroker, true, nil},
 		{"rpc.addr", "localhost:9093", SourceDefault, true, []Synonym{{"rpc.addr", "localhost:9093", SourceDefault}}},
 		{"rack", "", SourceDefault, true, nil},

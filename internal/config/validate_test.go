@@ -97,7 +97,7 @@ var validationCases = map[string][]vcase{
 	},
 	// Node.
 	"node.id": {
-		ok("0", "0"), ok("7", "7"), ok("2147483647", "2147483647"),
+		bad("0", "out of range"), ok("1", "1"), ok("7", "7"), ok("2147483647", "2147483647"),
 		bad("-1", "out of range"), bad("2147483648", "out of range"), bad("one", "not a whole number"),
 	},
 	"data.dir": {

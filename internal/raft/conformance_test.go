@@ -70,6 +70,9 @@ func TestConformsToMemoryStorage(t *testing.T) {
 			}
 		}()
 		var hsTerm, hsVote, hsCommit uint64
+		// durableCommit is the commit index as of the last state-file write: SetHardState
+		// writes only for a new term or vote, so a reopen may find an older commit.
+		var durableCommit uint64
 		snapOffset := int64(0) // Kafka offset of the entry right after MemoryStorage's snapshot
 
 		check := func() {
@@ -167,6 +170,7 @@ func TestConformsToMemoryStorage(t *testing.T) {
 			case 5: // hard state
 				// Hard states as raft produces them: the term never goes down, a vote is
 				// cast at most once per term and never in term 0.
+				oldTerm, oldVote := hsTerm, hsVote
 				newTerm := max(hsTerm, rapid.Uint64Range(0, 10).Draw(t, "term"))
 				if vote := rapid.Uint64Range(0, 3).Draw(t, "vote"); newTerm > hsTerm || hsVote == 0 {
 					hsVote = vote
@@ -181,6 +185,9 @@ func TestConformsToMemoryStorage(t *testing.T) {
 				ms.SetHardState(hs)
 				if err := ls.SetHardState(hs); err != nil {
 					t.Fatal(err)
+				}
+				if hsTerm != oldTerm || hsVote != oldVote {
+					durableCommit = hsCommit
 				}
 			case 6: // install a snapshot
 				idx := rapid.Uint64Range(hsCommit+1, li+3).Draw(t, "snapIndex")
@@ -200,6 +207,7 @@ func TestConformsToMemoryStorage(t *testing.T) {
 				if werr == nil {
 					snapOffset = off
 					hsCommit, hsTerm = max(hsCommit, idx), max(hsTerm, term)
+					durableCommit = hsCommit
 					ms.SetHardState(&pb.HardState{Term: new(hsTerm), Vote: new(hsVote), Commit: new(hsCommit)})
 					got, err := ls.Snapshot()
 					if err != nil || got.GetMetadata().GetIndex() != idx || got.GetMetadata().GetTerm() != term {
@@ -216,6 +224,7 @@ func TestConformsToMemoryStorage(t *testing.T) {
 				if ls, err = Open(opts); err != nil {
 					t.Fatal(err)
 				}
+				hsCommit = durableCommit
 			case 8: // flush, then power loss, then reopen: nothing raft saw is lost
 				if err := ls.Flush(); err != nil {
 					t.Fatal(err)
@@ -224,6 +233,7 @@ func TestConformsToMemoryStorage(t *testing.T) {
 				if ls, err = Open(opts); err != nil {
 					t.Fatal(err)
 				}
+				hsCommit = durableCommit
 			case 9:
 				check()
 			}

@@ -247,6 +247,16 @@ type GroupConfig struct {
 	Bootstrap *pb.ConfState
 	// Apply receives committed entries (may be nil).
 	Apply ApplyFunc
+	// OnChange, if set, is called after every round that may have moved the group's
+	// boundaries, role, leader or term (the host holds the group's lock: it must only
+	// signal, e.g. a non-blocking channel send, and never call back into the host).
+	OnChange func()
+	// FlushDelay, if set, lets appends wait before they are made durable (write caching):
+	// the host asks it with the bytes not yet flushed and how long the oldest of them has
+	// waited, and flushes now if it returns <= 0, else asks again after the returned
+	// wait (or sooner, when more is appended). Flushes that carry a new term or vote, or
+	// a vote response, are never delayed. nil: flush as soon as possible.
+	FlushDelay func(unflushedBytes int64, waited time.Duration) time.Duration
 }
 
 // AddGroup starts a replica of group id on this host.
@@ -283,7 +293,7 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 	if err != nil {
 		return err
 	}
-	g := &group{id: id, h: h, ls: ls, apply: cfg.Apply, rn: rn,
+	g := &group{id: id, h: h, ls: ls, apply: cfg.Apply, onChange: cfg.OnChange, flushDelay: cfg.FlushDelay, rn: rn,
 		written: map[uint64]uint64{}, acked: ackMap{}}
 	g.applied = ls.ConfIndex()
 	g.refreshStatus()
@@ -551,6 +561,7 @@ const (
 type Proposal struct {
 	data        []byte
 	index, term atomic.Uint64
+	baseOffset  atomic.Int64 // Kafka offset of the entry's first record, once appended
 	stages      [3]chan struct{}
 	reached     Stage // guarded by the group's mu
 	failed      chan struct{}
@@ -569,6 +580,10 @@ func newProposal(data []byte) *Proposal {
 // Index and Term identify the entry once it is appended (0 before).
 func (p *Proposal) Index() uint64 { return p.index.Load() }
 func (p *Proposal) Term() uint64  { return p.term.Load() }
+
+// BaseOffset is the Kafka offset the log gave the entry's first record (valid once the
+// proposal reached StageAppended).
+func (p *Proposal) BaseOffset() int64 { return p.baseOffset.Load() }
 
 // Wait blocks until the proposal reaches stage s, fails, or ctx is done.
 func (p *Proposal) Wait(ctx context.Context, s Stage) error {
@@ -608,11 +623,13 @@ func (p *Proposal) fail(err error) {
 // ---- groups ----
 
 type group struct {
-	id    uint64
-	h     *Host
-	ls    *LogStorage
-	apply ApplyFunc
-	pos   int // in h.list, guarded by h.mu
+	id         uint64
+	h          *Host
+	ls         *LogStorage
+	apply      ApplyFunc
+	onChange   func()
+	flushDelay func(int64, time.Duration) time.Duration
+	pos        int // in h.list, guarded by h.mu
 
 	sched  atomic.Int32 // 0 idle, 1 queued or running, 2 running and queued again
 	fsched atomic.Int32 // the same for the flush queue
@@ -636,8 +653,10 @@ type group struct {
 	inProps   []*Proposal
 	inCtl     []func(*etcdraft.RawNode)
 
-	fMu   sync.Mutex
-	fRecs []appendRec
+	fMu    sync.Mutex
+	fRecs  []appendRec
+	fSince time.Time   // when the oldest record in fRecs was queued
+	fTimer *time.Timer // a delayed flush (FlushDelay), armed at most once
 
 	flushing sync.Mutex  // held by the flusher while it uses the storage
 	removed  atomic.Bool // set by RemoveGroup and Close: the storage is no longer used
@@ -1034,7 +1053,8 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 	}
 	if ents := m.GetEntries(); len(ents) > 0 {
 		g.truncateProps(ents[0].GetIndex(), ents)
-		if err := g.ls.Append(ents); err != nil {
+		conv, err := g.ls.appendEntries(ents)
+		if err != nil {
 			return err
 		}
 		for _, e := range ents {
@@ -1049,6 +1069,9 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 			p := g.waiting[0]
 			g.waiting[0] = nil
 			g.waiting = g.waiting[1:]
+			if len(conv) > 0 && e.GetIndex() >= conv[0].Index && e.GetIndex()-conv[0].Index < uint64(len(conv)) {
+				p.baseOffset.Store(conv[e.GetIndex()-conv[0].Index].BaseOffset)
+			}
 			p.index.Store(e.GetIndex())
 			p.term.Store(e.GetTerm())
 			p.reach(StageAppended)
@@ -1066,10 +1089,59 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 		rec.hs = &pb.HardState{Term: new(m.GetTerm()), Vote: new(m.GetVote()), Commit: new(m.GetCommit())}
 	}
 	g.fMu.Lock()
+	if len(g.fRecs) == 0 {
+		g.fSince = time.Now()
+	}
 	g.fRecs = append(g.fRecs, rec)
 	g.fMu.Unlock()
 	schedule(&g.fsched, &h.flushQ, g)
 	return nil
+}
+
+// urgent reports whether a queued record must be flushed without delay: it persists a new
+// term or vote, or carries a vote answer an election is waiting for.
+func (g *group) urgent(recs []appendRec) bool {
+	term, vote, _ := g.ls.HardState()
+	for _, r := range recs {
+		if r.hs != nil && (r.hs.GetTerm() != term || r.hs.GetVote() != vote) {
+			return true
+		}
+		for _, m := range r.responses {
+			switch m.GetType() {
+			case pb.MsgVoteResp, pb.MsgPreVoteResp:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// delayFlush reports whether the group's write-caching policy holds its queued records
+// back for now; it then arms a timer that queues the group again. Caller holds g.flushing.
+func (h *Host) delayFlush(g *group) bool {
+	if g.flushDelay == nil {
+		return false
+	}
+	g.fMu.Lock()
+	defer g.fMu.Unlock()
+	if len(g.fRecs) == 0 || g.urgent(g.fRecs) {
+		return false
+	}
+	wait := g.flushDelay(g.ls.Log().UnflushedBytes(), time.Since(g.fSince))
+	if wait <= 0 {
+		return false
+	}
+	if g.fTimer == nil {
+		g.fTimer = time.AfterFunc(wait, func() {
+			g.fMu.Lock()
+			g.fTimer = nil
+			g.fMu.Unlock()
+			if !g.removed.Load() {
+				schedule(&g.fsched, &h.flushQ, g)
+			}
+		})
+	}
+	return true
 }
 
 // truncateProps fails the appended proposals the log is about to replace: those at or
@@ -1210,6 +1282,9 @@ func (h *Host) flusher() {
 func (h *Host) flushGroup(g *group, ob *outbox) {
 	g.flushing.Lock()
 	defer g.flushing.Unlock()
+	if h.delayFlush(g) {
+		return
+	}
 	g.fMu.Lock()
 	recs := g.fRecs
 	g.fRecs = nil

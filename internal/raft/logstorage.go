@@ -245,31 +245,38 @@ func mapErr(err error) error {
 // LastIndex+1 is an error. A data entry that is not a well-formed RecordBatch v2 fails
 // with storage.ErrInvalidBatch (after any truncation, which leaves a valid prefix).
 func (s *LogStorage) Append(entries []*pb.Entry) error {
+	_, err := s.appendEntries(entries)
+	return err
+}
+
+// appendEntries is Append, returning the entries it wrote with their Kafka offsets filled
+// in (nil when every given entry was already held).
+func (s *LogStorage) appendEntries(entries []*pb.Entry) ([]storage.Entry, error) {
 	if len(entries) == 0 {
-		return nil
+		return nil, nil
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	for i := 1; i < len(entries); i++ {
 		if entries[i].GetIndex() != entries[i-1].GetIndex()+1 {
-			return fmt.Errorf("raft: append: entry %d has index %d after %d", i, entries[i].GetIndex(), entries[i-1].GetIndex())
+			return nil, fmt.Errorf("raft: append: entry %d has index %d after %d", i, entries[i].GetIndex(), entries[i-1].GetIndex())
 		}
 	}
 	first, last := s.log.FirstIndex(), s.log.LastIndex()
 	if lo := entries[0].GetIndex(); lo < first {
 		if lo+uint64(len(entries)) <= first {
-			return nil
+			return nil, nil
 		}
 		entries = entries[first-lo:]
 	}
 	if lo := entries[0].GetIndex(); lo > last+1 {
-		return fmt.Errorf("raft: append at index %d leaves a gap after last index %d", lo, last)
+		return nil, fmt.Errorf("raft: append at index %d leaves a gap after last index %d", lo, last)
 	}
 	i := 0
 	for ; i < len(entries) && entries[i].GetIndex() <= last; i++ {
 		t, err := s.log.Term(entries[i].GetIndex())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if t != entries[i].GetTerm() {
 			break
@@ -278,20 +285,23 @@ func (s *LogStorage) Append(entries []*pb.Entry) error {
 	newLast := entries[len(entries)-1].GetIndex()
 	if i == len(entries) {
 		if newLast < last {
-			return s.log.TruncateSuffix(newLast + 1)
+			return nil, s.log.TruncateSuffix(newLast + 1)
 		}
-		return nil
+		return nil, nil
 	}
 	if entries[i].GetIndex() <= last {
 		if err := s.log.TruncateSuffix(entries[i].GetIndex()); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	conv := make([]storage.Entry, 0, len(entries)-i)
 	for _, e := range entries[i:] {
 		conv = append(conv, toStorage(e))
 	}
-	return s.log.Append(conv)
+	if err := s.log.Append(conv); err != nil {
+		return nil, err
+	}
+	return conv, nil
 }
 
 // Flush makes everything appended so far durable.
@@ -324,10 +334,20 @@ func (s *LogStorage) SetHardState(hs *pb.HardState) error {
 	s.mu.Lock()
 	st := s.st.clone()
 	s.mu.Unlock()
-	if st.Term == hs.GetTerm() && st.Vote == hs.GetVote() && st.Commit == hs.GetCommit() {
+	if st.Term == hs.GetTerm() && st.Vote == hs.GetVote() {
+		// Only the commit index moved. Raft needs a durable term and vote, not a durable
+		// commit: after a restart a lower commit is learned again from the leader (or, for
+		// a sole voter, from its next election). Keeping it in memory spares the three
+		// fsyncs of a state-file replacement on every group commit; the next save (a new
+		// term or vote, a configuration change) writes it.
+		if hs.GetCommit() > st.Commit {
+			s.mu.Lock()
+			s.st.Commit = hs.GetCommit()
+			s.mu.Unlock()
+		}
 		return nil
 	}
-	st.Term, st.Vote, st.Commit = hs.GetTerm(), hs.GetVote(), hs.GetCommit()
+	st.Term, st.Vote, st.Commit = hs.GetTerm(), hs.GetVote(), max(st.Commit, hs.GetCommit())
 	return s.saveLocked(st)
 }
 
@@ -349,6 +369,9 @@ func (s *LogStorage) SetConfState(index uint64, cs *pb.ConfState) error {
 		st.Confs = st.Confs[:n-1]
 	}
 	st.Confs = append(st.Confs, c)
+	// The change is applied, so committed and (raft applies only stable entries) flushed
+	// here: a restart starts raft with Applied = index, which must not exceed the commit.
+	st.Commit = max(st.Commit, index)
 	st.prune(s.log.FirstIndex() - 1)
 	return s.saveLocked(st)
 }

@@ -134,6 +134,9 @@ func (g *group) publish() {
 	g.pubLead.Store(lead)
 	g.pubTerm.Store(g.term)
 	g.pubCommit.Store(g.rn.BasicStatus().GetCommit())
+	if g.onChange != nil {
+		g.onChange()
+	}
 }
 
 // wake un-quiesces the group on both sides (called with g.mu held).

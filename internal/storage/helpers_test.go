@@ -249,6 +249,24 @@ func (m *model) check(t tT, l *Log) {
 			}
 		}
 	}
+	// The end offset of every entry, as Raft boundaries are mapped to offsets.
+	for idx := fi - 1; idx <= m.lastIndex() && idx+1 >= m.firstIndex && fi > 0; idx++ {
+		want := m.baseOffset
+		if idx >= m.firstIndex {
+			e := m.ents[idx-m.firstIndex]
+			want = e.BaseOffset + int64(e.Records)
+		} else if idx+1 == fi && fi > m.firstIndex {
+			e := m.ents[fi-1-m.firstIndex]
+			want = e.BaseOffset + int64(e.Records)
+		}
+		got, err := l.EndOffsetAt(idx)
+		if err != nil {
+			t.Fatalf("EndOffsetAt(%d): %v", idx, err)
+		}
+		if got != want {
+			t.Fatalf("EndOffsetAt(%d) = %d, want %d", idx, got, want)
+		}
+	}
 	// A full read from the log start.
 	if m.lso < m.leo() {
 		got, err := l.ReadBatches(m.lso, 1<<30, m.leo())

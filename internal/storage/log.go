@@ -47,6 +47,12 @@ type Log struct {
 	// guarded by flushMu
 	dirSyncedGen uint64
 
+	// recentEnds[i] is the Kafka end offset of the entry at Raft index recentBase+i: the
+	// newest entries, contiguous, so EndOffsetAt answers the boundaries Raft moves
+	// (commit, majority) without reading the files. Bounded by maxRecentEnds.
+	recentBase uint64
+	recentEnds []int64
+
 	// guarded by appendMu
 	wbuf []byte
 
@@ -601,6 +607,7 @@ func (l *Log) Append(entries []Entry) error {
 			if n := len(l.runs); n == 0 || l.runs[n-1].term != m.term {
 				l.runs = append(l.runs, termRun{term: m.term, startIndex: m.index, startOffset: m.baseOffset})
 			}
+			l.noteRecentLocked(m.index, m.endOffset())
 		}
 		if wasEmpty {
 			seg.rollBaseMs = nowMs

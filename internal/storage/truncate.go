@@ -53,6 +53,7 @@ func (l *Log) TruncateSuffix(fromIndex uint64) error {
 		return err
 	}
 	// Terms and boundaries.
+	l.dropRecentLocked(fromIndex)
 	for len(l.runs) > 0 && l.runs[len(l.runs)-1].startIndex >= fromIndex {
 		l.runs = l.runs[:len(l.runs)-1]
 	}
@@ -383,6 +384,7 @@ func (l *Log) Reset(nextIndex, prevTerm uint64, nextOffset int64) error {
 	l.segs = []*segment{s}
 	l.truncGen++
 	l.runs = nil
+	l.recentEnds = l.recentEnds[:0]
 	l.lso = nextOffset
 	l.flushedIndex = nextIndex - 1
 	l.flushedOffset = nextOffset

@@ -148,15 +148,15 @@ func TestVersionSweep(t *testing.T) {
 			t.Fatalf("Metadata v%d: %v", v, err)
 		}
 		mr := r.(*kmsg.MetadataResponse)
-		if len(mr.Brokers) != 1 || mr.Brokers[0].NodeID != 0 || fmt.Sprintf("%s:%d", mr.Brokers[0].Host, mr.Brokers[0].Port) != b.KafkaAddr {
-			t.Errorf("Metadata v%d brokers: %+v, want node 0 at %s", v, mr.Brokers, b.KafkaAddr)
+		if len(mr.Brokers) != 1 || mr.Brokers[0].NodeID != 1 || fmt.Sprintf("%s:%d", mr.Brokers[0].Host, mr.Brokers[0].Port) != b.KafkaAddr {
+			t.Errorf("Metadata v%d brokers: %+v, want node 1 at %s", v, mr.Brokers, b.KafkaAddr)
 		}
 		if len(mr.Topics) != 1 || mr.Topics[0].ErrorCode != 0 || len(mr.Topics[0].Partitions) != 2 {
 			t.Errorf("Metadata v%d topics: %+v, want %s with 2 partitions", v, mr.Topics, topic)
 			continue
 		}
 		for _, p := range mr.Topics[0].Partitions {
-			if p.ErrorCode != 0 || p.Leader != 0 || len(p.Replicas) != 1 || len(p.ISR) != 1 {
+			if p.ErrorCode != 0 || p.Leader != 1 || len(p.Replicas) != 1 || len(p.ISR) != 1 {
 				t.Errorf("Metadata v%d %s[%d]: %+v", v, topic, p.Partition, p)
 			}
 		}

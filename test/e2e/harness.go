@@ -124,6 +124,9 @@ func startBroker(t testing.TB, opts BrokerOpts) *Broker {
 	if opts.LogLevel == "" {
 		opts.LogLevel = "info"
 	}
+	if opts.NodeID == 0 {
+		opts.NodeID = 1 // node ids start at 1: raft reserves 0
+	}
 	logDir, err := os.MkdirTemp("", "cairn-e2e-log-")
 	if err != nil {
 		t.Fatal(err)

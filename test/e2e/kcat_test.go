@@ -136,7 +136,7 @@ func head(s []string, n int) []string {
 func TestKcatMetadata(t *testing.T) {
 	t.Parallel()
 	kcat := requireKcat(t)
-	b := startBroker(t, BrokerOpts{NodeID: 0})
+	b := startBroker(t, BrokerOpts{NodeID: 1})
 	createTopic(t, b.Admin(t), "kcat-meta", 3, nil)
 
 	r := run(t, 30*time.Second, "", kcat, "-L", "-b", b.KafkaAddr)
@@ -145,10 +145,10 @@ func TestKcatMetadata(t *testing.T) {
 	}
 	for _, want := range []string{
 		"1 brokers:",
-		"broker 0 at " + b.KafkaAddr,
+		"broker 1 at " + b.KafkaAddr,
 		`topic "kcat-meta" with 3 partitions:`,
-		"partition 0, leader 0, replicas: 0, isrs: 0",
-		"partition 2, leader 0, replicas: 0, isrs: 0",
+		"partition 0, leader 1, replicas: 1, isrs: 1",
+		"partition 2, leader 1, replicas: 1, isrs: 1",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("kcat -L output lacks %q:\n%s", want, r.Stdout)
@@ -177,8 +177,8 @@ func TestKcatMetadata(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &md); err != nil {
 		t.Fatalf("kcat -L -J output is not JSON: %v\n%s", err, r.Stdout)
 	}
-	if len(md.Brokers) != 1 || md.Brokers[0].ID != 0 || md.Brokers[0].Name != b.KafkaAddr {
-		t.Errorf("kcat -L -J brokers = %+v, want one broker 0 at %s", md.Brokers, b.KafkaAddr)
+	if len(md.Brokers) != 1 || md.Brokers[0].ID != 1 || md.Brokers[0].Name != b.KafkaAddr {
+		t.Errorf("kcat -L -J brokers = %+v, want one broker 1 at %s", md.Brokers, b.KafkaAddr)
 	}
 	if len(md.Topics) != 1 || md.Topics[0].Topic != "kcat-meta" || len(md.Topics[0].Partitions) != 3 || md.Topics[0].Error != "" {
 		t.Errorf("kcat -L -J -t kcat-meta topics = %+v, want kcat-meta with 3 partitions", md.Topics)

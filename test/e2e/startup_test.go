@@ -87,6 +87,7 @@ func TestStartRefusals(t *testing.T) {
 		want string
 	}{
 		{"bad-node-id", []string{"--node-id", "abc"}, "node"},
+		{"node-id-zero", []string{"--node-id", "0"}, "node.id"},
 		{"unknown-config-key", nil, "no-such-key"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,7 +95,7 @@ func TestStartRefusals(t *testing.T) {
 			if c.name == "unknown-config-key" {
 				cfg := filepath.Join(t.TempDir(), "bad.yaml")
 				os.WriteFile(cfg, []byte("no-such-key: 1\n"), 0o644)
-				args = append(args, "--node-id", "0", "--config", cfg)
+				args = append(args, "--node-id", "1", "--config", cfg)
 			}
 			r := run(t, 20*time.Second, "", cairnBin, args...)
 			if r.Err == nil || strings.Contains(r.Err.Error(), "did not finish") {
@@ -110,7 +111,7 @@ func TestStartRefusals(t *testing.T) {
 		createTopic(t, a.Admin(t), "owned", 1, nil)
 		produceSync(t, a.Client(t, kgo.DefaultProduceTopic("owned")), "owned", "a", 10)
 		adminAddr := freeAddr(t)
-		cmd := exec.Command(cairnBin, "start", "--node-id", "0", "--data-dir", a.DataDir,
+		cmd := exec.Command(cairnBin, "start", "--node-id", "1", "--data-dir", a.DataDir,
 			"--kafka-addr", freeAddr(t), "--admin-addr", adminAddr, "--rpc-addr", freeAddr(t))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
