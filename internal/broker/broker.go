@@ -24,6 +24,7 @@ import (
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/group"
 	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/raft"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -81,10 +82,14 @@ type Broker struct {
 	fs  storage.FS
 	lg  *slog.Logger
 
-	mu     sync.RWMutex
-	meta   *metadata
-	topics map[string]*topic
-	groups *group.Coordinator // set once at start
+	// host runs the Raft group of every local partition replica.
+	host *raft.Host
+
+	mu        sync.RWMutex
+	nextGroup uint64 // the last Raft group id handed to a partition (guarded by mu)
+	meta      *metadata
+	topics    map[string]*topic
+	groups    *group.Coordinator // set once at start
 
 	stop        chan struct{}
 	done        chan struct{}
@@ -104,7 +109,14 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.AdvertisedKafkaAddr == "" {
 		cfg.AdvertisedKafkaAddr = cfg.KafkaAddr
 	}
+	if cfg.NodeID == 0 {
+		cfg.NodeID = 1 // the default of --node-id; raft reserves 0
+	}
+	if cfg.NodeID < 0 {
+		return nil, fmt.Errorf("node id %d: ids start at 1", cfg.NodeID)
+	}
 	b := &Broker{cfg: cfg, fs: cfg.FS, lg: cfg.Logger, topics: make(map[string]*topic), stop: make(chan struct{}), done: make(chan struct{}), retentionKick: make(chan struct{}, 1)}
+	b.host = raft.NewHost(raft.HostOptions{NodeID: uint64(cfg.NodeID), Transport: noPeers{}})
 	if err := b.fs.MkdirAll(filepath.Join(cfg.DataDir, "topics"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating data folder: %w", err)
 	}
@@ -179,14 +191,16 @@ func (b *Broker) openPartitions(tm *topicMeta, from, to int32) ([]*partition.Par
 	cfg := config.ResolveTopic(tm.Configs, b.meta.Cluster)
 	var ps []*partition.Partition
 	for i := from; i < to; i++ {
-		lg, err := storage.Open(storage.Options{FS: b.fs, Dir: b.partitionDir(tm, i), SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
+		ls, err := raft.Open(storage.Options{FS: b.fs, Dir: b.partitionDir(tm, i), SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
 		if err != nil {
 			closeAll(ps)
 			return nil, fmt.Errorf("opening %s-%d: %w", tm.Name, i, err)
 		}
-		p, err := partition.Open(partition.Options{Topic: tm.Name, Partition: i, Log: lg, Config: cfg, Logger: b.lg})
+		b.nextGroup++
+		p, err := partition.Open(partition.Options{Topic: tm.Name, Partition: i, Storage: ls, Host: b.host,
+			Group: b.nextGroup, Self: uint64(b.cfg.NodeID), Config: cfg, Logger: b.lg})
 		if err != nil {
-			lg.Close()
+			ls.Close()
 			closeAll(ps)
 			return nil, fmt.Errorf("opening %s-%d: %w", tm.Name, i, err)
 		}
@@ -239,8 +253,15 @@ func (b *Broker) Close() error {
 		}
 	}
 	wg.Wait()
+	b.host.Close()
 	return nil
 }
+
+// noPeers is the Raft transport of a node without peers: every group has this node as its
+// sole voter, so nothing is ever sent.
+type noPeers struct{}
+
+func (noPeers) Send(uint64, *raft.Batch) {}
 
 // NodeID is this broker's id.
 func (b *Broker) NodeID() int32 { return b.cfg.NodeID }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/raft"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -65,6 +66,7 @@ type env struct {
 	cfgMu sync.Mutex
 	cfg   config.ClusterConfig
 	c     *Coordinator
+	raft  *raft.Host // the partitions' Raft groups; kept across reloads
 }
 
 const testPartitions = 4
@@ -81,6 +83,11 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, fs: storage.NewMemFS(), n: testPartitions, cfg: cfg,
 		clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)},
 		host:  &testHost{topics: map[string]int32{"orders": 3, "audit": 1}}}
+	t.Cleanup(func() { // registered first, so it runs after e.close
+		if e.raft != nil {
+			e.raft.Close()
+		}
+	})
 	e.openPartitions()
 	e.startCoordinator()
 	t.Cleanup(e.close)
@@ -92,11 +99,15 @@ func (e *env) openPartitions() {
 	tc := config.ResolveTopic(nil, nil)
 	var ps []*partition.Partition
 	for i := int32(0); i < e.n; i++ {
-		lg, err := storage.Open(storage.Options{FS: e.fs, Dir: fmt.Sprintf("/offsets-%d", i), SegmentBytes: tc.SegmentBytes, SegmentMs: tc.SegmentMs})
+		ls, err := raft.Open(storage.Options{FS: e.fs, Dir: fmt.Sprintf("/offsets-%d", i), SegmentBytes: tc.SegmentBytes, SegmentMs: tc.SegmentMs})
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		p, err := partition.Open(partition.Options{Topic: OffsetsTopic, Partition: i, Log: lg, Config: tc})
+		if e.raft == nil {
+			e.raft = raft.NewHost(raft.HostOptions{NodeID: 1, Transport: dropSender{}, TickInterval: 10 * time.Millisecond})
+		}
+		p, err := partition.Open(partition.Options{Topic: OffsetsTopic, Partition: i, Storage: ls, Host: e.raft,
+			Group: uint64(i) + 1, Self: 1, Config: tc})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -151,6 +162,11 @@ func (e *env) close() {
 		p.Close()
 	}
 }
+
+// dropSender is the Raft transport of a host whose groups all have it as sole voter.
+type dropSender struct{}
+
+func (dropSender) Send(uint64, *raft.Batch) {}
 
 // reload stops the coordinator and the partitions, reopens the partitions on the same
 // filesystem, and replays them into a new coordinator.

@@ -371,7 +371,7 @@ func TestGroupRequestErrors(t *testing.T) {
 	fc.CoordinatorType = 0
 	fc.CoordinatorKeys = []string{"a", "b"}
 	fresp, err = fc.RequestWith(ctx, cl)
-	if err != nil || len(fresp.Coordinators) != 2 || fresp.Coordinators[1].ErrorCode != 0 || fresp.Coordinators[1].NodeID != 0 {
+	if err != nil || len(fresp.Coordinators) != 2 || fresp.Coordinators[1].ErrorCode != 0 || fresp.Coordinators[1].NodeID != 1 {
 		t.Fatalf("group coordinators: %+v %v", fresp, err)
 	}
 

@@ -7,8 +7,10 @@
 package partition
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -16,21 +18,32 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/raft"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
-// Options configures a partition. Log must already be open; the partition owns it from then on.
+// Options configures a partition replica. Storage must already be open; the partition
+// owns it from then on, and adds its Raft group to Host.
 type Options struct {
 	Topic     string
 	Partition int32
-	Log       *storage.Log
-	Config    config.TopicConfig
-	Logger    *slog.Logger
+	Storage   *raft.LogStorage
+	Host      *raft.Host
+	// Group is the partition's Raft group id; Self this replica's Raft node id.
+	Group, Self uint64
+	// Replicas are the group's voters when it is created (ignored once the log holds a
+	// configuration); empty means Self alone.
+	Replicas []uint64
+	Config   config.TopicConfig
+	Logger   *slog.Logger
 }
 
-// Boundaries are the partition's offsets, each exclusive (the next offset past the boundary).
+// Boundaries are the partition's offsets, each exclusive (the next offset past the
+// boundary), with the replica's view of its group.
 type Boundaries struct {
 	LogStart           int64
 	LogEnd             int64
@@ -38,38 +51,51 @@ type Boundaries struct {
 	MajorityReplicated int64
 	Committed          int64
 	LastVisible        int64
-	LeaderEpoch        int32
+	// LeaderEpoch is the Raft term.
+	LeaderEpoch int32
+	// Leader is the Raft id of the leader this replica knows (0: none); IsLeader whether
+	// it is this replica.
+	Leader   uint64
+	IsLeader bool
 }
 
-// Partition is one partition replica. On a single node it is always the leader; the Raft
-// layer will later drive MajorityReplicated and Committed from its quorum.
+// Partition is one replica of a partition: a Raft group whose log is the partition log
+// (DESIGN.md §2). The leader accepts produce requests and serves reads; followers only
+// replicate.
 type Partition struct {
 	topic string
 	id    int32
+	ls    *raft.LogStorage
 	log   *storage.Log
+	host  *raft.Host
+	group uint64
+	self  uint64
 	cfg   atomic.Pointer[config.TopicConfig]
 	lg    *slog.Logger
-	epoch int32
 
 	// appendMu serializes appends with the producer-state checks that precede them, so a
 	// sequence check and the append it admits are one step.
 	appendMu  sync.Mutex
 	producers map[int64]*producerState
+	// prodTerm is the term the producer table was rebuilt for: a replica that becomes
+	// leader rebuilds it from its log, which holds every batch the old leader may have
+	// acknowledged.
+	prodTerm uint64
 
-	mu         sync.Mutex
-	bounds     Boundaries
-	changed    chan struct{} // closed and replaced whenever a boundary moves
-	watchers   map[chan struct{}]struct{}
-	storageErr error
-	closed     bool
+	mu       sync.Mutex
+	bounds   Boundaries
+	changed  chan struct{} // closed and replaced whenever a boundary moves
+	watchers map[chan struct{}]struct{}
+	closed   bool
 
-	flushes  atomic.Int64 // fsyncs issued, to show group commit at work
-	flushReq chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
+	kick chan struct{} // the Raft group moved: refresh the boundaries
+	stop chan struct{}
+	done chan struct{}
 }
 
-// Open builds the partition over an open log, rebuilding idempotent-producer state from it.
+// Open builds the partition replica and starts its Raft group. A sole voter campaigns at
+// once, and Open waits (briefly) until it leads, so a single-node partition is writable
+// when Open returns.
 func Open(opts Options) (*Partition, error) {
 	lg := opts.Logger
 	if lg == nil {
@@ -78,54 +104,154 @@ func Open(opts Options) (*Partition, error) {
 	p := &Partition{
 		topic:     opts.Topic,
 		id:        opts.Partition,
-		log:       opts.Log,
+		ls:        opts.Storage,
+		log:       opts.Storage.Log(),
+		host:      opts.Host,
+		group:     opts.Group,
+		self:      opts.Self,
 		lg:        lg.With("topic", opts.Topic, "partition", opts.Partition),
 		producers: make(map[int64]*producerState),
 		changed:   make(chan struct{}),
 		watchers:  make(map[chan struct{}]struct{}),
-		flushReq:  make(chan struct{}, 1),
+		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
 	cfg := opts.Config
 	p.cfg.Store(&cfg)
-	if err := p.rebuildProducers(); err != nil {
+	voters := opts.Replicas
+	if len(voters) == 0 {
+		voters = []uint64{opts.Self}
+	}
+	p.bounds = Boundaries{LogStart: p.log.LogStartOffset(), LogEnd: p.log.LogEndOffset(), Flushed: p.log.FlushedOffset()}
+	err := opts.Host.AddGroup(opts.Group, raft.GroupConfig{
+		Storage:    opts.Storage,
+		Bootstrap:  &raftpb.ConfState{Voters: voters},
+		OnChange:   p.signal,
+		FlushDelay: p.flushDelay,
+	})
+	if err != nil {
 		return nil, err
 	}
-	if err := p.beginEpoch(); err != nil {
-		return nil, err
+	go p.refreshLoop()
+	p.refresh()
+	if st, err := opts.Host.Status(opts.Group); err == nil && len(st.Voters) == 1 && st.Voters[0] == opts.Self && len(st.VotersOutgoing) == 0 {
+		if err := opts.Host.Campaign(opts.Group); err != nil {
+			p.Close()
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// Until the new term's first entry commits, the commit index may sit below what
+		// was committed before the restart (it is persisted lazily): wait that out too,
+		// so everything acknowledged before is readable when Open returns.
+		if err := p.waitFor(ctx, func(b *Boundaries) bool { return b.IsLeader && b.Committed >= b.LogEnd }); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("partition %s-%d: sole replica did not become leader: %w", opts.Topic, opts.Partition, err)
+		}
 	}
-	end := p.log.LogEndOffset()
-	p.bounds = Boundaries{
-		LogStart:           p.log.LogStartOffset(),
-		LogEnd:             end,
-		Flushed:            p.log.FlushedOffset(),
-		MajorityReplicated: end,
-		Committed:          p.log.FlushedOffset(),
-		LeaderEpoch:        p.epoch,
-	}
-	p.bounds.LastVisible = p.visibleLocked(&cfg)
-	go p.flushLoop()
 	return p, nil
 }
 
-// beginEpoch starts a new leader epoch, as a Raft leader does on election: it appends an
-// internal entry at term last+1 (it takes no Kafka offset) and makes it durable. Each start
-// therefore raises the epoch, so a client holding the old one is fenced (KIP-320) and
-// refreshes its view of the partition.
-func (p *Partition) beginEpoch() error {
-	term := p.log.LastTerm() + 1
-	if term > math.MaxInt32 {
-		return errors.New("partition: leader epoch overflow")
+// signal is the group's OnChange hook: it runs under the group's lock, so it only
+// wakes refreshLoop.
+func (p *Partition) signal() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
-	if err := p.log.Append([]storage.Entry{{Index: p.log.LastIndex() + 1, Term: term, Type: storage.EntryInternal}}); err != nil {
-		return err
+}
+
+func (p *Partition) refreshLoop() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.kick:
+			p.refresh()
+		}
 	}
-	if err := p.log.Flush(); err != nil {
-		return err
+}
+
+// refresh recomputes the boundaries from the Raft group and the log, and wakes everyone
+// waiting on a boundary if any moved.
+func (p *Partition) refresh() {
+	st, err := p.host.Status(p.group)
+	if err != nil {
+		return // removed: Close is under way
 	}
-	p.epoch = int32(term)
-	return nil
+	committed := p.endOffset(st.Committed)
+	b := Boundaries{
+		LogStart:           p.log.LogStartOffset(),
+		LogEnd:             p.log.LogEndOffset(),
+		Flushed:            p.log.FlushedOffset(),
+		Committed:          committed,
+		MajorityReplicated: committed,
+		LeaderEpoch:        int32(min(st.Term, math.MaxInt32)),
+		Leader:             st.Leader,
+		IsLeader:           st.State == etcdraft.StateLeader,
+	}
+	if b.IsLeader {
+		b.MajorityReplicated = max(committed, p.endOffset(st.MajorityReplicated))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.advanceLocked(func(cur *Boundaries) {
+		// A boundary read from the log a moment earlier may lag what the caller of
+		// refresh already saw; offsets of one term never go back.
+		if cur.LeaderEpoch == b.LeaderEpoch && cur.IsLeader == b.IsLeader {
+			b.Committed = max(b.Committed, cur.Committed)
+			b.MajorityReplicated = max(b.MajorityReplicated, cur.MajorityReplicated)
+		}
+		*cur = b
+	})
+}
+
+// endOffset maps a Raft index to the Kafka offset just past its entry.
+func (p *Partition) endOffset(index uint64) int64 {
+	off, err := p.log.EndOffsetAt(index)
+	if err != nil {
+		return p.log.LogStartOffset()
+	}
+	return off
+}
+
+// flushDelay is the group's FlushDelay: under write caching, appends wait for flush.bytes
+// or flush.ms, whichever comes first; strict topics flush at once.
+func (p *Partition) flushDelay(unflushed int64, waited time.Duration) time.Duration {
+	cfg := p.cfg.Load()
+	if !cfg.WriteCaching || unflushed >= cfg.FlushBytes {
+		return 0
+	}
+	return time.Duration(cfg.FlushMs)*time.Millisecond - waited
+}
+
+// WaitLeader blocks until this replica leads its group, or ctx ends.
+func (p *Partition) WaitLeader(ctx context.Context) error {
+	return p.waitFor(ctx, func(b *Boundaries) bool { return b.IsLeader })
+}
+
+// waitFor blocks until cond holds for the boundaries, the partition closes, or ctx ends.
+func (p *Partition) waitFor(ctx context.Context, cond func(*Boundaries) bool) error {
+	for {
+		p.mu.Lock()
+		if cond(&p.bounds) {
+			p.mu.Unlock()
+			return nil
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return errPartitionClosed
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Topic and ID name the partition.
@@ -142,11 +268,27 @@ func (p *Partition) SetConfig(cfg config.TopicConfig) {
 	p.mu.Lock()
 	p.advanceLocked(func(b *Boundaries) {}) // write caching may change what is visible
 	p.mu.Unlock()
-	p.kickFlusher()
+	p.signal()
 }
 
-// Flushes counts the fsync rounds this partition has run.
-func (p *Partition) Flushes() int64 { return p.flushes.Load() }
+// Voters is the group's current configuration as this replica knows it (both halves of a
+// joint one), in Raft ids.
+func (p *Partition) Voters() []uint64 {
+	st, err := p.host.Status(p.group)
+	if err != nil {
+		return nil
+	}
+	return append(st.Voters, st.VotersOutgoing...)
+}
+
+// Flushes counts the fsync rounds this replica has run.
+func (p *Partition) Flushes() int64 {
+	st, err := p.host.Status(p.group)
+	if err != nil {
+		return 0
+	}
+	return int64(st.Flushes)
+}
 
 // Boundaries returns a snapshot of the partition's offsets.
 func (p *Partition) Boundaries() Boundaries {
@@ -206,10 +348,11 @@ func failed(err *kerr.Error, msg string) ProduceResult {
 	return ProduceResult{BaseOffset: -1, LogStartOffset: -1, Err: err, Msg: msg}
 }
 
-// Produce validates the payload and appends it. For acks 0 and 1 the returned result is
-// final. For acks -1 the caller must call wait, which returns once the batch is visible to
-// the acks=-1 contract (committed; majority replicated under write caching) or ctx ends.
-// Nothing is stored when validation fails.
+// Produce validates the payload and proposes it to the partition's Raft group. For acks 0
+// and 1 the returned result is final once the leader appended the batch. For acks -1 the
+// caller must call wait, which returns once the batch is committed (strict) or majority
+// replicated (write caching), fails with NOT_LEADER_OR_FOLLOWER if a new leader truncated
+// it, or REQUEST_TIMED_OUT when ctx ends. Nothing is stored when validation fails.
 func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx context.Context) ProduceResult) {
 	cfg := p.cfg.Load()
 	batches, headers, err := SplitBatches(records, cfg.MaxMessageBytes)
@@ -227,68 +370,103 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 	}
 
 	p.appendMu.Lock()
-	if res, ok := p.storageFailure(); ok {
+	b := p.Boundaries()
+	if p.isClosed() {
 		p.appendMu.Unlock()
-		return res, nil
+		return failed(kerr.NotLeaderForPartition, "partition is closing"), nil
+	}
+	if !b.IsLeader {
+		p.appendMu.Unlock()
+		return failed(kerr.NotLeaderForPartition, "this broker does not lead the partition"), nil
+	}
+	if p.prodTerm != uint64(b.LeaderEpoch) {
+		if err := p.rebuildProducers(); err != nil {
+			p.appendMu.Unlock()
+			p.lg.Error("rebuilding producer state", "err", err)
+			return failed(kerr.KafkaStorageError, err.Error()), nil
+		}
+		p.prodTerm = uint64(b.LeaderEpoch)
 	}
 	base, records32, dup, verr := p.checkSequence(h)
 	if verr != nil {
 		p.appendMu.Unlock()
 		return failed(verr.Err, verr.Msg), nil
 	}
+	var prop *raft.Proposal
 	if !dup {
-		// The log patches the batch's base offset and epoch in place; the request buffer is
-		// ours for the duration of the request, and the log keeps its own copy on disk.
-		entries := []storage.Entry{{Index: p.log.LastIndex() + 1, Term: uint64(p.epoch), Type: storage.EntryData, Data: batch}}
-		if err := p.log.Append(entries); err != nil {
-			p.appendMu.Unlock()
-			p.lg.Error("append failed", "err", err)
-			return failed(kerr.KafkaStorageError, err.Error()), nil
+		// Raft keeps the entry in memory until it is stable and sends it to followers from
+		// there, while the request buffer goes back to the connection: propose a copy.
+		prop, err = p.host.ProposeAsync(p.group, bytes.Clone(batch))
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), appendTimeout)
+			err = prop.Wait(ctx, raft.StageAppended)
+			cancel()
 		}
-		base, records32 = entries[0].BaseOffset, entries[0].Records
+		if err != nil {
+			p.appendMu.Unlock()
+			return p.proposalFailed(err), nil
+		}
+		base, records32 = prop.BaseOffset(), h.Records()
 		p.recordSequence(h, base)
-		end := base + int64(records32)
-		p.mu.Lock()
-		p.advanceLocked(func(b *Boundaries) {
-			b.LogEnd = end
-			// One voter: appended locally is written on a majority.
-			b.MajorityReplicated = end
-		})
-		p.mu.Unlock()
 	}
 	p.appendMu.Unlock()
-	p.kickFlusher()
 
-	res := ProduceResult{BaseOffset: base, LogStartOffset: p.Boundaries().LogStart}
+	res := ProduceResult{BaseOffset: base, LogStartOffset: b.LogStart}
 	if acks != -1 {
+		p.signal()
 		return res, nil
 	}
 	end := base + int64(records32)
 	return res, func(ctx context.Context) ProduceResult {
-		if err := p.WaitVisible(ctx, end); err != nil {
-			if r, ok := p.storageFailure(); ok {
-				return r
+		var err error
+		if prop != nil {
+			stage := raft.StageCommitted
+			if p.cfg.Load().WriteCaching {
+				stage = raft.StageReplicated
 			}
-			return failed(kerr.RequestTimedOut, "the batch was appended but not acknowledged within the timeout")
+			if err = prop.Wait(ctx, stage); err == nil {
+				p.refresh() // the boundaries show the batch before the client hears of it
+			}
+		} else {
+			err = p.WaitVisible(ctx, end)
+		}
+		if err != nil {
+			return p.proposalFailed(err)
 		}
 		res.LogStartOffset = p.Boundaries().LogStart
 		return res
 	}
 }
 
-func (p *Partition) storageFailure() (ProduceResult, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.storageErr != nil {
-		return failed(kerr.KafkaStorageError, p.storageErr.Error()), true
+// appendTimeout bounds how long a produce waits for the leader's own append (no fsync,
+// no network): only a wedged group gets near it.
+const appendTimeout = 10 * time.Second
+
+// proposalFailed maps a proposal's failure to the Produce error a client sees.
+func (p *Partition) proposalFailed(err error) ProduceResult {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		return failed(kerr.RequestTimedOut, "the batch was appended but not acknowledged within the timeout")
+	case errors.Is(err, raft.ErrTruncated):
+		return failed(kerr.NotLeaderForPartition, "a new leader replaced the batch before it was committed; retry")
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrGroupRemoved), errors.Is(err, raft.ErrHostClosed),
+		errors.Is(err, raft.ErrUnknownGroup), errors.Is(err, errPartitionClosed):
+		return failed(kerr.NotLeaderForPartition, "this broker no longer leads the partition; retry")
+	default:
+		p.lg.Error("produce failed", "err", err)
+		return failed(kerr.KafkaStorageError, err.Error())
 	}
-	if p.closed {
-		return failed(kerr.NotLeaderForPartition, "partition is closing"), true
-	}
-	return ProduceResult{}, false
 }
 
-// WaitVisible blocks until last visible reaches end, the partition fails, or ctx ends.
+var errPartitionClosed = errors.New("partition closed")
+
+func (p *Partition) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// WaitVisible blocks until last visible reaches end, the partition closes, or ctx ends.
 func (p *Partition) WaitVisible(ctx context.Context, end int64) error {
 	for {
 		p.mu.Lock()
@@ -296,9 +474,9 @@ func (p *Partition) WaitVisible(ctx context.Context, end int64) error {
 			p.mu.Unlock()
 			return nil
 		}
-		if p.storageErr != nil || p.closed {
+		if p.closed {
 			p.mu.Unlock()
-			return errors.New("partition unavailable")
+			return errPartitionClosed
 		}
 		ch := p.changed
 		p.mu.Unlock()
@@ -310,78 +488,11 @@ func (p *Partition) WaitVisible(ctx context.Context, end int64) error {
 	}
 }
 
-func (p *Partition) kickFlusher() {
-	select {
-	case p.flushReq <- struct{}{}:
-	default:
-	}
-}
-
-// flushLoop is the partition's group commit. Strict topics flush as soon as anything is
-// unflushed; every append that arrives during an fsync rides the next one. Under write
-// caching it flushes when flush.bytes accumulate or flush.ms passes since the oldest
-// unflushed append, whichever comes first.
-func (p *Partition) flushLoop() {
-	defer close(p.done)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	var dirtySince time.Time
-	for {
-		select {
-		case <-p.stop:
-			p.flush()
-			return
-		case <-p.flushReq:
-		case <-timer.C:
-		}
-		unflushed := p.log.UnflushedBytes()
-		if unflushed == 0 && p.log.FlushedOffset() >= p.log.LogEndOffset() {
-			dirtySince = time.Time{}
-			continue
-		}
-		if dirtySince.IsZero() {
-			dirtySince = time.Now()
-		}
-		cfg := p.cfg.Load()
-		if cfg.WriteCaching && unflushed < cfg.FlushBytes {
-			wait := time.Duration(cfg.FlushMs)*time.Millisecond - time.Since(dirtySince)
-			if wait > 0 {
-				timer.Reset(wait)
-				continue
-			}
-		}
-		timer.Stop()
-		dirtySince = time.Time{}
-		p.flush()
-	}
-}
-
-func (p *Partition) flush() {
-	p.flushes.Add(1)
-	err := p.log.Flush()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err != nil {
-		if p.storageErr == nil {
-			p.lg.Error("flush failed; partition stops accepting writes", "err", err)
-			p.storageErr = err
-		}
-		p.advanceLocked(func(b *Boundaries) {})
-		return
-	}
-	flushed := p.log.FlushedOffset()
-	p.advanceLocked(func(b *Boundaries) {
-		b.Flushed = flushed
-		// One voter: the flush-aware commit is the local flushed offset.
-		b.Committed = flushed
-	})
-}
-
-// stopLoop flushes, stops the flusher and fails every waiter; it reports whether this call
-// was the one that stopped it.
-func (p *Partition) stopLoop() bool {
+// stop removes the group from the host (its waiting proposals fail) and stops the
+// refresher; it reports whether this call was the one that stopped it.
+func (p *Partition) stopGroup() bool {
 	// appendMu keeps an append that already passed the closed check from landing after
-	// the final flush.
+	// the group is gone.
 	p.appendMu.Lock()
 	p.mu.Lock()
 	if p.closed {
@@ -392,24 +503,27 @@ func (p *Partition) stopLoop() bool {
 	p.closed = true
 	p.mu.Unlock()
 	p.appendMu.Unlock()
+	if err := p.host.RemoveGroup(p.group); err != nil && !errors.Is(err, raft.ErrHostClosed) {
+		p.lg.Warn("removing raft group", "err", err)
+	}
 	close(p.stop)
 	<-p.done
 	p.mu.Lock()
-	p.advanceLocked(func(b *Boundaries) {})
+	p.advanceLocked(func(b *Boundaries) { b.IsLeader = false })
 	p.mu.Unlock()
 	return true
 }
 
-// Close flushes, stops the partition and closes its log.
+// Close stops the replica and closes its log (flushing what write caching held back).
 func (p *Partition) Close() error {
-	if !p.stopLoop() {
+	if !p.stopGroup() {
 		return nil
 	}
-	return p.log.Close()
+	return p.ls.Close()
 }
 
-// Delete stops the partition and removes its data.
+// Delete stops the replica and removes its data.
 func (p *Partition) Delete() error {
-	p.stopLoop()
+	p.stopGroup()
 	return p.log.Delete()
 }

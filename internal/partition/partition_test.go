@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/raft"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -18,27 +19,36 @@ func defaultConfig() config.TopicConfig {
 	return config.ResolveTopic(nil, nil)
 }
 
+// harness runs one partition as the sole voter of its Raft group on a host of its own.
 type harness struct {
-	t  *testing.T
-	fs storage.FS
-	p  *Partition
+	t    *testing.T
+	fs   storage.FS
+	host *raft.Host
+	p    *Partition
 }
 
 func newHarness(t *testing.T, cfg config.TopicConfig) *harness {
 	t.Helper()
 	h := &harness{t: t, fs: storage.NewMemFS()}
 	h.open(cfg)
-	t.Cleanup(func() { h.p.Close() })
+	t.Cleanup(func() { h.p.Close(); h.host.Close() })
 	return h
 }
 
+type dropSender struct{}
+
+func (dropSender) Send(uint64, *raft.Batch) {}
+
 func (h *harness) open(cfg config.TopicConfig) {
 	h.t.Helper()
-	lg, err := storage.Open(storage.Options{FS: h.fs, Dir: "/p", SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
+	if h.host == nil {
+		h.host = raft.NewHost(raft.HostOptions{NodeID: 1, Transport: dropSender{}, TickInterval: 10 * time.Millisecond})
+	}
+	ls, err := raft.Open(storage.Options{FS: h.fs, Dir: "/p", SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	p, err := Open(Options{Topic: "t", Partition: 0, Log: lg, Config: cfg})
+	p, err := Open(Options{Topic: "t", Partition: 0, Storage: ls, Host: h.host, Group: 7, Self: 1, Config: cfg})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -316,7 +326,7 @@ func (f slowSyncFile) Sync() error {
 func TestGroupCommitSharesFsyncs(t *testing.T) {
 	h := &harness{t: t, fs: slowSyncFS{storage.NewMemFS()}}
 	h.open(defaultConfig())
-	t.Cleanup(func() { h.p.Close() })
+	t.Cleanup(func() { h.p.Close(); h.host.Close() })
 	const writers, each = 8, 50
 	done := make(chan error, writers)
 	for w := 0; w < writers; w++ {

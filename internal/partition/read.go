@@ -10,14 +10,26 @@ import (
 
 // CheckEpoch fences a client's view of the leader epoch (KIP-320): -1 skips the check.
 func (p *Partition) CheckEpoch(currentLeaderEpoch int32) *kerr.Error {
+	return checkEpoch(p.Boundaries().LeaderEpoch, currentLeaderEpoch)
+}
+
+func checkEpoch(epoch, currentLeaderEpoch int32) *kerr.Error {
 	switch {
-	case currentLeaderEpoch < 0 || currentLeaderEpoch == p.epoch:
+	case currentLeaderEpoch < 0 || currentLeaderEpoch == epoch:
 		return nil
-	case currentLeaderEpoch < p.epoch:
+	case currentLeaderEpoch < epoch:
 		return kerr.FencedLeaderEpoch
 	default:
 		return kerr.UnknownLeaderEpoch
 	}
+}
+
+// leaderCheck answers reads on a replica that does not lead, and fences stale epochs.
+func leaderCheck(b Boundaries, currentLeaderEpoch int32) *kerr.Error {
+	if !b.IsLeader {
+		return kerr.NotLeaderForPartition
+	}
+	return checkEpoch(b.LeaderEpoch, currentLeaderEpoch)
 }
 
 // FetchResult is one partition's part of a Fetch response.
@@ -32,7 +44,7 @@ type FetchResult struct {
 func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
 	b := p.Boundaries()
 	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
-	if err := p.CheckEpoch(currentLeaderEpoch); err != nil {
+	if err := leaderCheck(b, currentLeaderEpoch); err != nil {
 		res.Err = err
 		return res
 	}
@@ -65,6 +77,9 @@ const (
 // ListOffset answers ListOffsets for one partition: the offset and the timestamp found.
 func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *kerr.Error) {
 	b := p.Boundaries()
+	if !b.IsLeader {
+		return -1, -1, kerr.NotLeaderForPartition
+	}
 	switch timestamp {
 	case ListLatest:
 		return b.LastVisible, -1, nil
@@ -122,11 +137,12 @@ func (p *Partition) recordAt(offset int64, b Boundaries, match func(storage.Reco
 // EpochEndOffset answers OffsetForLeaderEpoch: the largest epoch at or below the one asked
 // for, and the offset where it ended. (-1, -1) means no such epoch.
 func (p *Partition) EpochEndOffset(epoch int32) (int32, int64) {
-	if epoch > p.epoch {
+	b := p.Boundaries()
+	if epoch > b.LeaderEpoch {
 		return -1, -1
 	}
-	if epoch == p.epoch {
-		return p.epoch, p.Boundaries().LogEnd
+	if epoch == b.LeaderEpoch {
+		return b.LeaderEpoch, b.LogEnd
 	}
 	found, end, ok := p.log.EpochEndOffset(uint64(epoch))
 	if !ok {
@@ -135,14 +151,20 @@ func (p *Partition) EpochEndOffset(epoch int32) (int32, int64) {
 	return int32(found), end
 }
 
-// LeaderEpoch is the partition's current leader epoch.
-func (p *Partition) LeaderEpoch() int32 { return p.epoch }
+// LeaderEpoch is the partition's current leader epoch (the Raft term).
+func (p *Partition) LeaderEpoch() int32 { return p.Boundaries().LeaderEpoch }
+
+// IsLeader reports whether this replica leads the partition.
+func (p *Partition) IsLeader() bool { return p.Boundaries().IsLeader }
 
 // DeleteRecords advances the log start offset; -1 means the high watermark.
 func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	b := p.Boundaries()
+	if !b.IsLeader {
+		return -1, kerr.NotLeaderForPartition
+	}
 	if offset == -1 {
 		offset = b.LastVisible
 	}

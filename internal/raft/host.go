@@ -520,6 +520,8 @@ type Status struct {
 	// Voters and VotersOutgoing are the configuration this replica knows (outgoing: the
 	// old half of a joint configuration).
 	Voters, VotersOutgoing []uint64
+	// Flushes counts this replica's log flushes (each one fsync round: group commit).
+	Flushes uint64
 }
 
 // Status returns the current state of the group's replica.
@@ -535,6 +537,7 @@ func (h *Host) Status(id uint64) (Status, error) {
 		Group: id, ID: h.id, State: bs.RaftState, Leader: bs.Lead, Term: bs.GetTerm(),
 		LogEnd: g.ls.WrittenIndex(), LogEndOffset: g.ls.Log().LogEndOffset(),
 		Flushed: g.ls.FlushedIndex(), Committed: bs.GetCommit(), Applied: g.applied,
+		Flushes: g.flushes.Load(),
 	}
 	if bs.RaftState == etcdraft.StateLeader {
 		st.MajorityReplicated = max(g.majority, st.Committed)
@@ -652,6 +655,8 @@ type group struct {
 	inWritten []fromWritten
 	inProps   []*Proposal
 	inCtl     []func(*etcdraft.RawNode)
+
+	flushes atomic.Uint64
 
 	fMu    sync.Mutex
 	fRecs  []appendRec
@@ -1303,6 +1308,7 @@ func (h *Host) flushGroup(g *group, ob *outbox) {
 	}
 	err := g.ls.Flush()
 	h.flushes.Add(1)
+	g.flushes.Add(1)
 	h.appends.Add(uint64(len(recs)))
 	if err == nil && hs != nil {
 		err = g.ls.SetHardState(hs)

@@ -160,8 +160,8 @@ func TestVersionSweep(t *testing.T) {
 				t.Errorf("Metadata v%d %s[%d]: %+v", v, topic, p.Partition, p)
 			}
 		}
-		if v >= 1 && mr.ControllerID != 0 {
-			t.Errorf("Metadata v%d controller id %d, want 0", v, mr.ControllerID)
+		if v >= 1 && mr.ControllerID != 1 {
+			t.Errorf("Metadata v%d controller id %d, want 1", v, mr.ControllerID)
 		}
 	}
 }
