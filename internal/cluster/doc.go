@@ -1,0 +1,52 @@
+// Package cluster owns the forming and joining of a Cairn cluster and the controller service
+// of each broker: it runs the controller Raft group (group 0) on the broker's shared
+// raft.Host, applies its committed entries to a controller.State, forwards metadata
+// proposals from any broker to the controller leader, and watches broker liveness (every
+// broker heartbeats the controller leader, which commits liveness changes).
+//
+// It must never: know the Kafka wire protocol or any partition's data (it moves encoded
+// controller commands and results, nothing else); decide metadata itself (validation and
+// placement are internal/controller's; the proposer decides what to propose); implement
+// consensus or networking (that is internal/raft's and internal/rpc's); panic on a received
+// payload (garbage is dropped and counted).
+//
+// # Wiring
+//
+// A broker builds one rpc.Transport whose Handler calls Service.Handle first and passes the
+// message on to the raftrpc handler only when Handle returns false, and one raft.Host whose
+// transport is a raftrpc.Sender. The transport must be started before Start, because forming
+// a cluster dials the seeds and they dial back. Handle must reach the service while Start is
+// still running (join and proposal responses arrive then): set Options.Bind, which Start
+// calls with the service before it sends anything, or use New, route to the returned
+// service, then Run. Messages of this package's types (IsMessageType) that arrive before
+// that can be dropped: their senders retry.
+//
+// # Cluster ids
+//
+// Two ids are involved. The rpc handshake's cluster id (rpc.Options.ClusterID) is a name the
+// operator gives the deployment (the same on every broker, "cairn" unless configured); it
+// only stops brokers of different deployments from talking, and it is what probes present
+// while a cluster forms, when nothing else is known yet. The Kafka cluster id is generated
+// by the first controller leader (SetClusterID, 22 random base64url characters as Kafka's
+// ids are) and lives in the controller state.
+//
+// # Forming
+//
+// With no seeds a broker forms a cluster of its own. With seeds (the RPC addresses of the
+// founding brokers) a broker whose RPCAddr is among them is a founder: on a fresh directory
+// it probes every seed for its node id (rpc.Probe) until all answer, and bootstraps group 0
+// with those ids as voters, as every other founder does; the lowest id campaigns at once. A
+// broker not among the seeds joins: it adds group 0 with no configuration, asks the seeds
+// (MsgJoinRequest) until the controller leader adds it to group 0 as a learner, then
+// registers. Every broker then proposes RegisterBroker with a fresh incarnation (a counter
+// kept in Dir) and Start returns once that registration is applied locally. A directory
+// that already holds group 0 is reopened: its committed entries are replayed into the
+// state, peers are set from it, and the broker registers again with a higher incarnation.
+//
+// # Controller entries
+//
+// Group 0's log is a partition log like any other (internal/raft stores data entries as
+// Kafka RecordBatch v2), so each command travels as one uncompressed RecordBatch v2 of one
+// record whose value is the controller.EncodeCommand encoding. This package builds and
+// parses that one shape itself; it knows nothing else of the Kafka format.
+package cluster

@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/cairn-io/cairn/internal/controller"
+)
+
+// Liveness. Every registered broker sends the controller leader a heartbeat each
+// HeartbeatInterval. The leader alone judges: a broker silent for longer than
+// LivenessTimeout is proposed not live, and one heard again live. Only changes are
+// committed, so the state machine needs no clock. A leader starts with no heartbeats heard
+// (it may have been a follower a moment ago) and gives every broker LivenessTimeout from
+// the start of its leadership before judging it silent.
+
+func (s *Service) livenessLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.ctx.Done():
+			return
+		}
+		leader := s.Leader()
+		if leader == s.opts.NodeID {
+			s.judge(time.Now())
+			continue
+		}
+		s.mu.Lock()
+		inc := s.incarnation
+		s.leadTerm = 0
+		s.mu.Unlock()
+		if leader > 0 && inc > 0 {
+			_ = s.tr.Send(leader, MsgHeartbeat, heartbeat{Incarnation: inc, RPCAddr: s.opts.RPCAddr}.encode())
+		}
+	}
+}
+
+func (s *Service) handleHeartbeat(from int32, m heartbeat) {
+	if b, ok := s.state.Broker(from); ok && m.Incarnation < b.Incarnation {
+		return // from a previous life of the broker
+	}
+	now := time.Now()
+	s.mu.Lock()
+	s.seen[from] = now
+	s.mu.Unlock()
+}
+
+// judge runs on the leader: it proposes a liveness change for every broker whose verdict
+// differs from the state.
+func (s *Service) judge(now time.Time) {
+	st, err := s.host.Status(ControllerGroup)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.leadTerm != st.Term {
+		s.leadTerm, s.leadSince = st.Term, now
+		clear(s.seen)
+	}
+	since := s.leadSince
+	seen := make(map[int32]time.Time, len(s.seen))
+	for id, t := range s.seen {
+		seen[id] = t
+	}
+	s.mu.Unlock()
+	timeout := s.opts.LivenessTimeout
+	for _, b := range s.state.Brokers() {
+		var live bool
+		heard, ok := seen[b.ID]
+		switch {
+		case b.ID == s.opts.NodeID:
+			live = true
+		case ok && now.Sub(heard) <= timeout:
+			live = true
+		case now.Sub(since) <= timeout:
+			continue // still in the new leader's grace period
+		}
+		if live != b.Live {
+			s.verdict(b, live)
+		}
+	}
+}
+
+// verdict proposes a broker's liveness, one proposal per broker at a time.
+func (s *Service) verdict(b controller.Broker, live bool) {
+	s.mu.Lock()
+	if s.verdicts[b.ID] {
+		s.mu.Unlock()
+		return
+	}
+	s.verdicts[b.ID] = true
+	s.mu.Unlock()
+	ok := s.spawn(func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.verdicts, b.ID)
+			s.mu.Unlock()
+		}()
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.LivenessTimeout)
+		defer cancel()
+		res, err := s.Propose(ctx, controller.SetBrokerLiveness{ID: b.ID, Incarnation: b.Incarnation, Live: live})
+		switch {
+		case err != nil:
+			s.log.Debug("liveness verdict not applied", "broker", b.ID, "live", live, "err", err)
+		case res.Err != nil:
+			s.log.Debug("liveness verdict refused", "broker", b.ID, "live", live, "err", res.Err, "msg", res.Msg)
+		default:
+			s.log.Info("broker liveness changed", "broker", b.ID, "live", live)
+		}
+	})
+	if !ok {
+		s.mu.Lock()
+		delete(s.verdicts, b.ID)
+		s.mu.Unlock()
+	}
+}
