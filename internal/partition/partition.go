@@ -84,6 +84,11 @@ type Partition struct {
 
 	mu       sync.Mutex
 	bounds   Boundaries
+	voters   []uint64                     // the group's voters (both halves of a joint config)
+	progress map[uint64]raft.PeerProgress // leader: each voter's replication, as of the last refresh
+	// caughtUp is when each voter last held the leader's whole log (flushed, or written
+	// under write caching), for the ISR (DESIGN.md §3); reset when leadership changes.
+	caughtUp map[uint64]time.Time
 	changed  chan struct{} // closed and replaced whenever a boundary moves
 	watchers map[chan struct{}]struct{}
 	closed   bool
@@ -111,6 +116,7 @@ func Open(opts Options) (*Partition, error) {
 		self:      opts.Self,
 		lg:        lg.With("topic", opts.Topic, "partition", opts.Partition),
 		producers: make(map[int64]*producerState),
+		caughtUp:  make(map[uint64]time.Time),
 		changed:   make(chan struct{}),
 		watchers:  make(map[chan struct{}]struct{}),
 		kick:      make(chan struct{}, 1),
@@ -197,6 +203,25 @@ func (p *Partition) refresh() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.voters = append(append(p.voters[:0], st.Voters...), st.VotersOutgoing...)
+	p.progress = st.Progress
+	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
+		clear(p.caughtUp) // a new leadership: every voter starts with the full window
+	}
+	if b.IsLeader {
+		now := time.Now()
+		writeCaching := p.cfg.Load().WriteCaching
+		for _, v := range p.voters {
+			pp := st.Progress[v]
+			held := pp.Match
+			if writeCaching {
+				held = pp.Written
+			}
+			if _, ok := p.caughtUp[v]; !ok || held >= st.LogEnd {
+				p.caughtUp[v] = now
+			}
+		}
+	}
 	p.advanceLocked(func(cur *Boundaries) {
 		// A boundary read from the log a moment earlier may lag what the caller of
 		// refresh already saw; offsets of one term never go back.
@@ -274,11 +299,58 @@ func (p *Partition) SetConfig(cfg config.TopicConfig) {
 // Voters is the group's current configuration as this replica knows it (both halves of a
 // joint one), in Raft ids.
 func (p *Partition) Voters() []uint64 {
-	st, err := p.host.Status(p.group)
-	if err != nil {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]uint64(nil), p.voters...)
+}
+
+// replicaLagMax is replica.lag.time.max.ms: a voter that has not held the leader's whole
+// log for this long drops out of the ISR.
+const replicaLagMax = 30 * time.Second
+
+// ISR returns the in-sync replicas (DESIGN.md §3), in Raft ids, the leader first; on a
+// replica that does not lead it is empty.
+func (p *Partition) ISR() []uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.isrLocked(time.Now())
+}
+
+func (p *Partition) isrLocked(now time.Time) []uint64 {
+	if !p.bounds.IsLeader {
 		return nil
 	}
-	return append(st.Voters, st.VotersOutgoing...)
+	isr := []uint64{p.self}
+	for _, v := range p.voters {
+		if v != p.self && now.Sub(p.caughtUp[v]) <= replicaLagMax {
+			isr = append(isr, v)
+		}
+	}
+	return isr
+}
+
+// minInsync is the effective min.insync.replicas: the topic's value, capped by the number
+// of voters (DESIGN.md §3).
+func (p *Partition) minInsyncLocked() int {
+	return max(1, min(p.cfg.Load().MinInsyncReplicas, len(p.voters)))
+}
+
+// holdersLocked counts the voters that hold the entry at index: flushed, or written under
+// write caching.
+func (p *Partition) holdersLocked(index uint64) int {
+	writeCaching := p.cfg.Load().WriteCaching
+	n := 0
+	for _, v := range p.voters {
+		pp := p.progress[v]
+		held := pp.Match
+		if writeCaching {
+			held = pp.Written
+		}
+		if held >= index {
+			n++
+		}
+	}
+	return n
 }
 
 // Flushes counts the fsync rounds this replica has run.
@@ -379,6 +451,15 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		p.appendMu.Unlock()
 		return failed(kerr.NotLeaderForPartition, "this broker does not lead the partition"), nil
 	}
+	if acks == -1 {
+		p.mu.Lock()
+		isr, need := len(p.isrLocked(time.Now())), p.minInsyncLocked()
+		p.mu.Unlock()
+		if isr < need {
+			p.appendMu.Unlock()
+			return failed(kerr.NotEnoughReplicas, fmt.Sprintf("the partition has %d in-sync replicas; min.insync.replicas needs %d", isr, need)), nil
+		}
+	}
 	if p.prodTerm != uint64(b.LeaderEpoch) {
 		if err := p.rebuildProducers(); err != nil {
 			p.appendMu.Unlock()
@@ -426,6 +507,9 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 			}
 			if err = prop.Wait(ctx, stage); err == nil {
 				p.refresh() // the boundaries show the batch before the client hears of it
+				if !p.waitHolders(ctx, prop.Index()) {
+					return failed(kerr.NotEnoughReplicasAfterAppend, "the batch was appended but fewer replicas than min.insync.replicas hold it")
+				}
 			}
 		} else {
 			err = p.WaitVisible(ctx, end)
@@ -435,6 +519,29 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		}
 		res.LogStartOffset = p.Boundaries().LogStart
 		return res
+	}
+}
+
+// waitHolders waits until at least min.insync.replicas voters hold the entry at index;
+// false if ctx ends first (or the replica stops leading).
+func (p *Partition) waitHolders(ctx context.Context, index uint64) bool {
+	for {
+		p.mu.Lock()
+		if p.holdersLocked(index) >= p.minInsyncLocked() {
+			p.mu.Unlock()
+			return true
+		}
+		if p.closed || !p.bounds.IsLeader {
+			p.mu.Unlock()
+			return false
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
 	}
 }
 

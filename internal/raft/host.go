@@ -522,6 +522,15 @@ type Status struct {
 	Voters, VotersOutgoing []uint64
 	// Flushes counts this replica's log flushes (each one fsync round: group commit).
 	Flushes uint64
+	// Progress (leader only) is each voter's replication state, by Raft id.
+	Progress map[uint64]PeerProgress
+}
+
+// PeerProgress is how far one voter holds the leader's log.
+type PeerProgress struct {
+	// Match is the last index the voter acknowledged durably (for the leader itself: its
+	// flushed index); Written the last it reported written, maybe not yet fsynced.
+	Match, Written uint64
 }
 
 // Status returns the current state of the group's replica.
@@ -541,6 +550,14 @@ func (h *Host) Status(id uint64) (Status, error) {
 	}
 	if bs.RaftState == etcdraft.StateLeader {
 		st.MajorityReplicated = max(g.majority, st.Committed)
+		st.Progress = make(map[uint64]PeerProgress, len(g.peerIDs)+1)
+		g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+			pp := PeerProgress{Match: pr.Match, Written: max(pr.Match, g.written[id])}
+			if id == h.id {
+				pp = PeerProgress{Match: st.Flushed, Written: st.LogEnd}
+			}
+			st.Progress[id] = pp
+		})
 	}
 	st.Voters, st.VotersOutgoing = g.conf[0].Slice(), g.conf[1].Slice()
 	return st, nil
