@@ -220,16 +220,25 @@ func (r *reader) i16(what string) int16 {
 	return 0
 }
 
+// uvarint reads a length in its shortest encoding: one value, one encoding.
+func (r *reader) uvarint() (uint64, bool) {
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 || k != len(binary.AppendUvarint(nil, n)) {
+		return 0, false
+	}
+	r.b = r.b[k:]
+	return n, true
+}
+
 func (r *reader) bytes(max int, what string) []byte {
 	if r.err != nil {
 		return nil
 	}
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 || n > uint64(max) {
+	n, ok := r.uvarint()
+	if !ok || n > uint64(max) {
 		r.fail(what + " length")
 		return nil
 	}
-	r.b = r.b[k:]
 	v := r.take(int(n), what)
 	if v == nil {
 		return nil
@@ -244,12 +253,11 @@ func (r *reader) ids(what string) []uint64 {
 	if r.err != nil {
 		return nil
 	}
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 || n > maxIDs || n*8 > uint64(len(r.b)-k) {
+	n, ok := r.uvarint()
+	if !ok || n > maxIDs || n*8 > uint64(len(r.b)) {
 		r.fail(what + " count")
 		return nil
 	}
-	r.b = r.b[k:]
 	var out []uint64
 	for range n {
 		id := r.u64(what)
