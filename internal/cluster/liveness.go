@@ -43,6 +43,9 @@ func (s *Service) handleHeartbeat(from int32, m heartbeat) {
 	if b, ok := s.state.Broker(from); ok && m.Incarnation < b.Incarnation {
 		return // from a previous life of the broker
 	}
+	// The broker's own word for its address is newer than its registration after it
+	// moved; the rpc handshake vouches for from.
+	s.setPeer(from, m.RPCAddr)
 	now := time.Now()
 	s.mu.Lock()
 	s.seen[from] = now

@@ -17,9 +17,6 @@ const (
 	MsgProposeRequest  uint8 = 18 // any broker → controller leader: propose this command
 	MsgProposeResponse uint8 = 19 // leader → proposer: applied at index, with its result
 	MsgHeartbeat       uint8 = 20 // any broker → controller leader: I am alive
-
-	msgFirst = MsgJoinRequest
-	msgLast  = MsgHeartbeat
 )
 
 // IsMessageType reports whether an rpc message type belongs to this package (16-31 are

@@ -245,6 +245,9 @@ func (s *Service) Run(ctx context.Context) error {
 	s.syncPeers()
 	var bootstrap *pb.ConfState
 	campaign, join := false, false
+	if _, cs, _ := s.ls.InitialState(); !fresh && slices.Equal(cs.GetVoters(), []uint64{s.self}) {
+		campaign = true // the only voter: no one else can start the election
+	}
 	if fresh {
 		switch {
 		case len(s.opts.Seeds) == 0:

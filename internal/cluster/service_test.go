@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,4 +195,84 @@ func TestProposeWithoutLeaderFailsWithErrNoController(t *testing.T) {
 	if !errors.Is(err, ErrNoController) {
 		t.Fatalf("got %v, want ErrNoController", err)
 	}
+}
+
+func TestSingleNodeRestart(t *testing.T) {
+	fs := storage.NewMemFS()
+	n := newNode(t, 1, "127.0.0.1:0", fs)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, n.service(), "kept", 2, 1)
+	id := n.service().State().ClusterID()
+	applied := n.service().State().AppliedIndex()
+	n.stop()
+
+	again := newNode(t, 1, n.addr, fs)
+	defer again.stop()
+	if err := again.start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := again.service().State()
+	if st.ClusterID() != id || st.AppliedIndex() <= applied || again.service().Incarnation() != 2 {
+		t.Fatalf("after restart: cluster %q (was %q), applied %d (was %d), incarnation %d",
+			st.ClusterID(), id, st.AppliedIndex(), applied, again.service().Incarnation())
+	}
+	if tp, ok := st.Topic("kept"); !ok || len(tp.Groups) != 2 {
+		t.Fatalf("topic after restart: %+v %v", tp, ok)
+	}
+	if b, _ := st.Broker(1); b.Incarnation != 2 || !b.Live {
+		t.Fatalf("broker after restart: %+v", b)
+	}
+}
+
+func TestWholeClusterRestart(t *testing.T) {
+	c := formCluster(t, 3)
+	n4 := newNode(t, 4, "127.0.0.1:0", storage.NewMemFS())
+	c.nodes = append(c.nodes, n4)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n4.start(ctx, c.seeds); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, c.nodes[2].service(), "kept", 3, 3)
+	id := c.nodes[0].service().State().ClusterID()
+	for _, n := range c.nodes {
+		n.stop()
+	}
+	old := c.nodes
+	c.nodes = nil
+	for _, n := range old {
+		c.nodes = append(c.nodes, newNode(t, n.id, n.addr, n.fs))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.nodes))
+	for i, n := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.start(ctx, c.seeds)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", c.nodes[i].id, err)
+		}
+	}
+	for _, n := range c.nodes {
+		st := n.service().State()
+		if st.ClusterID() != id {
+			t.Fatalf("node %d: cluster id %q, want %q", n.id, st.ClusterID(), id)
+		}
+		if _, ok := st.Topic("kept"); !ok {
+			t.Fatalf("node %d lost the topic", n.id)
+		}
+		if n.service().Incarnation() != 2 {
+			t.Fatalf("node %d: incarnation %d", n.id, n.service().Incarnation())
+		}
+	}
+	createTopic(t, c.nodes[3].service(), "after", 1, 3)
 }
