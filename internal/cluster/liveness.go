@@ -33,7 +33,7 @@ func (s *Service) livenessLoop() {
 		inc := s.incarnation
 		s.leadTerm = 0
 		s.mu.Unlock()
-		if leader > 0 && inc > 0 {
+		if leader > 0 && inc > 0 && !s.muted.Load() {
 			_ = s.tr.Send(leader, MsgHeartbeat, heartbeat{Incarnation: inc, RPCAddr: s.opts.RPCAddr}.encode())
 		}
 	}

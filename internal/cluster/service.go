@@ -111,6 +111,7 @@ type Service struct {
 	inflight atomic.Int32
 	joinCh   chan joinResponse
 	ran      atomic.Bool
+	muted    atomic.Bool // tests: send no heartbeats
 
 	mu          sync.Mutex // never held while calling into the host: its workers call apply
 	closed      bool

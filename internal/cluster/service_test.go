@@ -276,3 +276,28 @@ func TestWholeClusterRestart(t *testing.T) {
 	}
 	createTopic(t, c.nodes[3].service(), "after", 1, 3)
 }
+
+func TestSilentBrokerMarkedDeadThenLiveAgain(t *testing.T) {
+	c := formCluster(t, 3)
+	lead := c.leader()
+	var quiet *node
+	for _, n := range c.nodes {
+		if n != lead {
+			quiet = n
+		}
+	}
+	st := lead.service().State()
+	quiet.service().muted.Store(true)
+	waitFor(t, 10*time.Second, "the silent broker marked not live", func() bool {
+		b, _ := st.Broker(quiet.id)
+		return !b.Live
+	})
+	if live := st.LiveBrokers(); len(live) != 2 {
+		t.Fatalf("live brokers %v", live)
+	}
+	quiet.service().muted.Store(false)
+	waitFor(t, 10*time.Second, "the broker live again once heard", func() bool {
+		b, _ := st.Broker(quiet.id)
+		return b.Live
+	})
+}
