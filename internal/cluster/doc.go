@@ -35,10 +35,12 @@
 // With no seeds a broker forms a cluster of its own. With seeds (the RPC addresses of the
 // founding brokers) a broker whose RPCAddr is among them is a founder: on a fresh directory
 // it probes every seed for its node id (rpc.Probe) until all answer, and bootstraps group 0
-// with those ids as voters, as every other founder does; the lowest id campaigns at once. A
-// broker not among the seeds joins: it adds group 0 with no configuration, asks the seeds
-// (MsgJoinRequest) until the controller leader adds it to group 0 as a learner, then
-// registers. Every broker then proposes RegisterBroker with a fresh incarnation (a counter
+// with those ids as voters, as every other founder does; the lowest id campaigns at once. The
+// seed list must be the same on every founder. A broker not among the seeds joins: it asks
+// the seeds (MsgJoinRequest; a follower names the leader) until the controller leader has
+// added it to group 0 as a learner, and then adds group 0 bootstrapped with the
+// configuration the leader sent (the founders' voters are in no log entry, so the log alone
+// could not tell it), and registers. Every broker then proposes RegisterBroker with a fresh incarnation (a counter
 // kept in Dir) and Start returns once that registration is applied locally. A directory
 // that already holds group 0 is reopened: its committed entries are replayed into the
 // state, peers are set from it, and the broker registers again with a higher incarnation.
@@ -49,4 +51,12 @@
 // Kafka RecordBatch v2), so each command travels as one uncompressed RecordBatch v2 of one
 // record whose value is the controller.EncodeCommand encoding. This package builds and
 // parses that one shape itself; it knows nothing else of the Kafka format.
+//
+// # Limits
+//
+// Group 0's log is never trimmed: a restart replays it whole, and a joiner receives it
+// whole (raft snapshots here carry no controller state). Joiners stay learners, so the
+// controller survives only while a majority of the founders does. A founder that comes
+// back with an empty directory bootstraps again as if new, which raft does not make safe:
+// replace a founder's disk only by joining a new broker.
 package cluster
