@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/broker"
@@ -147,6 +148,7 @@ type PartitionStatus struct {
 	LeaderEpoch        int32   `json:"leader_epoch"`
 	Replicas           []int32 `json:"replicas"`
 	ISR                []int32 `json:"isr"`
+	IsLeader           bool    `json:"is_leader"`
 	LogStart           int64   `json:"log_start_offset"`
 	LogEnd             int64   `json:"log_end_offset"`
 	Flushed            int64   `json:"flushed_offset"`
@@ -165,14 +167,19 @@ func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
 	}
 	p, kerrv := s.b.Partition(r.PathValue("topic"), int32(id))
 	if kerrv != nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such topic or partition"})
+		msg := "no such topic or partition"
+		if kerrv == kerr.NotLeaderForPartition {
+			msg = "this broker holds no replica of the partition; ask one that does"
+		}
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": msg})
 		return
 	}
 	bd := p.Boundaries()
-	node := s.b.NodeID()
+	views := s.b.PartitionViews(p.Topic())
+	view := views[p.ID()]
 	writeJSON(w, http.StatusOK, PartitionStatus{
-		Topic: p.Topic(), Partition: p.ID(), Leader: node, LeaderEpoch: bd.LeaderEpoch,
-		Replicas: []int32{node}, ISR: []int32{node},
+		Topic: p.Topic(), Partition: p.ID(), Leader: view.Leader, LeaderEpoch: bd.LeaderEpoch,
+		IsLeader: bd.IsLeader, Replicas: view.Replicas, ISR: view.ISR,
 		LogStart: bd.LogStart, LogEnd: bd.LogEnd, Flushed: bd.Flushed, MajorityReplicated: bd.MajorityReplicated,
 		Committed: bd.Committed, LastVisible: bd.LastVisible, WriteCaching: p.Config().WriteCaching, SizeBytes: p.SizeBytes(),
 	})

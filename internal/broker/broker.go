@@ -1,30 +1,38 @@
-// Package broker wires one Cairn node together: it owns the node's metadata (topics,
-// partition counts, topic and cluster configuration, producer-id blocks), opens and closes the
-// local partitions, and routes work to them. It must not speak the Kafka wire protocol (that
-// is internal/kafka) nor implement partition semantics (internal/partition). On a single node
-// the metadata lives in a file in the data folder; the controller Raft group replaces it later.
+// Package broker wires one Cairn node together: its inter-broker transport, its multi-raft
+// host, its controller service (the cluster metadata, internal/cluster), the partition
+// replicas the metadata assigns to it, the leadership table Metadata answers from, and the
+// group coordinator. It routes work to local replicas. It must not speak the Kafka wire
+// protocol (that is internal/kafka), implement partition semantics (internal/partition) or
+// decide metadata itself (internal/controller validates and places).
 package broker
 
 import (
+	"context"
 	"crypto/rand"
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/cairn-io/cairn/internal/cluster"
 	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/controller"
 	"github.com/cairn-io/cairn/internal/group"
 	"github.com/cairn-io/cairn/internal/partition"
 	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/raftrpc"
+	"github.com/cairn-io/cairn/internal/rpc"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -34,13 +42,24 @@ type Config struct {
 	DataDir             string
 	KafkaAddr           string
 	AdvertisedKafkaAddr string
-	RPCAddr             string
-	AdminAddr           string
-	Rack                string
-	Seeds               []string
-	FS                  storage.FS
-	Logger              *slog.Logger
+	// RPCAddr is where the inter-broker transport listens and what peers dial; "" picks a
+	// free loopback port (tests).
+	RPCAddr   string
+	AdminAddr string
+	Rack      string
+	Seeds     []string
+	FS        storage.FS
+	Logger    *slog.Logger
+	// TickInterval is the Raft tick (default 100ms): elections take 10 ticks or more.
+	TickInterval time.Duration
+	// DisableForwarding stops this broker forwarding produce requests for partitions it
+	// does not lead; they are answered NOT_LEADER_OR_FOLLOWER instead.
+	DisableForwarding bool
 }
+
+// rpcClusterName is the deployment name every broker presents in the rpc handshake (see
+// internal/cluster): the Kafka cluster id lives in the controller state.
+const rpcClusterName = "cairn"
 
 // Error is a failure with the Kafka error code it is answered with.
 type Error struct {
@@ -71,9 +90,8 @@ type TopicInfo struct {
 	Internal          bool
 }
 
-type topic struct {
-	info       TopicInfo
-	partitions []*partition.Partition
+func topicInfo(t controller.Topic) TopicInfo {
+	return TopicInfo{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), ReplicationFactor: t.RF, Internal: t.Internal()}
 }
 
 // Broker is one running node.
@@ -82,23 +100,34 @@ type Broker struct {
 	fs  storage.FS
 	lg  *slog.Logger
 
-	// host runs the Raft group of every local partition replica.
-	host *raft.Host
+	transport *rpc.Transport
+	host      *raft.Host
+	svc       atomic.Pointer[cluster.Service]
+	leaders   *leaderTable
+	fwd       *forwarder
 
-	mu        sync.RWMutex
-	nextGroup uint64 // the last Raft group id handed to a partition (guarded by mu)
-	meta      *metadata
-	topics    map[string]*topic
-	groups    *group.Coordinator // set once at start
+	mu       sync.RWMutex
+	replicas map[replicaKey]*replica // the local partition replicas
+	groups   *group.Coordinator      // set once at start
 
-	stop        chan struct{}
-	done        chan struct{}
-	loopStarted bool // the retention loop runs, and closes done when it stops
+	reconcileMu sync.Mutex // one reconcile at a time
+
+	pidMu   sync.Mutex // producer ids from the controller's blocks
+	pidNext int64
+	pidEnd  int64
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed atomic.Bool
 	// retentionKick wakes the retention loop when its interval changes at run time.
 	retentionKick chan struct{}
+	// roleKick wakes the leadership loop when a local replica's role may have changed.
+	roleKick chan struct{}
 }
 
-// New loads the node's metadata and opens every local partition.
+// New starts the node: its transport, its Raft host and its controller service (forming or
+// joining the cluster, which can wait for the seeds), then opens the replicas assigned to it.
 func New(cfg Config) (*Broker, error) {
 	if cfg.FS == nil {
 		cfg.FS = storage.OSFS()
@@ -115,187 +144,178 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.NodeID < 0 {
 		return nil, fmt.Errorf("node id %d: ids start at 1", cfg.NodeID)
 	}
-	b := &Broker{cfg: cfg, fs: cfg.FS, lg: cfg.Logger, topics: make(map[string]*topic), stop: make(chan struct{}), done: make(chan struct{}), retentionKick: make(chan struct{}, 1)}
-	b.host = raft.NewHost(raft.HostOptions{NodeID: uint64(cfg.NodeID), Transport: noPeers{}})
+	if cfg.RPCAddr == "" {
+		cfg.RPCAddr = "127.0.0.1:0"
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = 100 * time.Millisecond
+	}
+	b := &Broker{cfg: cfg, fs: cfg.FS, lg: cfg.Logger, replicas: map[replicaKey]*replica{},
+		retentionKick: make(chan struct{}, 1), roleKick: make(chan struct{}, 1)}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.leaders = newLeaderTable()
 	if err := b.fs.MkdirAll(filepath.Join(cfg.DataDir, "topics"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating data folder: %w", err)
 	}
-	m, err := loadMetadata(b.fs, cfg.DataDir)
+
+	var raftHandle rpc.Handler // set before the transport starts
+	tr, err := rpc.New(rpc.Options{
+		NodeID: cfg.NodeID, ClusterID: rpcClusterName, ListenAddr: cfg.RPCAddr, Logger: cfg.Logger,
+		Handler: func(from int32, typ uint8, payload []byte) {
+			if s := b.svc.Load(); s != nil && s.Handle(from, typ, payload) {
+				return
+			}
+			switch {
+			case cluster.IsMessageType(typ):
+				// The service is not there yet: its sender retries.
+			case typ == msgLeaders:
+				b.leaders.receive(from, payload, b.lg)
+			case typ == msgForwardRequest || typ == msgForwardResponse:
+				b.fwd.handle(from, typ, payload)
+			default:
+				raftHandle(from, typ, payload)
+			}
+		},
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("inter-broker transport: %w", err)
 	}
-	if m == nil {
-		m = newMetadata(randomClusterID())
-		if err := m.save(b.fs, cfg.DataDir); err != nil {
-			return nil, err
-		}
+	sender := raftrpc.NewSender(tr)
+	b.host = raft.NewHost(raft.HostOptions{NodeID: uint64(cfg.NodeID), Transport: sender, TickInterval: cfg.TickInterval})
+	sender.SetReporter(b.host)
+	raftHandle = raftrpc.Handler(b.host, nil)
+	b.transport = tr
+	b.fwd = newForwarder(b)
+	if err := tr.Start(); err != nil {
+		b.host.Close()
+		return nil, fmt.Errorf("inter-broker transport: listening on %s: %w", cfg.RPCAddr, err)
 	}
-	b.meta = m
-	if err := b.removeOrphans(); err != nil {
-		return nil, fmt.Errorf("cleaning the data folder: %w", err)
+	rpcAddr := cfg.RPCAddr
+	if strings.HasSuffix(rpcAddr, ":0") {
+		rpcAddr = tr.Addr().String()
 	}
-	for _, name := range m.topicNames() {
-		if err := b.openTopic(m.Topics[name]); err != nil {
-			b.Close()
-			return nil, err
-		}
+	b.cfg.RPCAddr = rpcAddr
+
+	svc, err := cluster.Start(b.ctx, cluster.Options{
+		NodeID: cfg.NodeID, Dir: filepath.Join(cfg.DataDir, "controller"), FS: cfg.FS,
+		Host: b.host, Transport: tr, Seeds: cfg.Seeds,
+		KafkaAddr: cfg.AdvertisedKafkaAddr, RPCAddr: rpcAddr, Rack: cfg.Rack, Logger: cfg.Logger,
+		Bind: func(s *cluster.Service) { b.svc.Store(s) },
+	})
+	if err != nil {
+		b.host.Close()
+		tr.Close()
+		return nil, fmt.Errorf("joining the cluster: %w", err)
 	}
-	if err := b.startGroups(); err != nil {
+	b.svc.Store(svc)
+	if err := b.reconcile(); err != nil {
 		b.Close()
 		return nil, err
 	}
-	b.loopStarted = true
-	go b.retentionLoop()
+	if err := b.removeOrphans(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("cleaning the data folder: %w", err)
+	}
+	b.startGroups()
+	b.spawn(b.reconcileLoop)
+	b.spawn(b.leadershipLoop)
+	b.spawn(b.retentionLoop)
 	return b, nil
 }
 
-func randomClusterID() string {
-	var id [16]byte
-	rand.Read(id[:])
-	return base64.RawURLEncoding.EncodeToString(id[:])
+func (b *Broker) spawn(f func()) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		f()
+	}()
 }
 
-// partitionDir names a partition's folder by topic name, partition and topic id, so a topic
-// re-created under the same name never opens the files of the one it replaced.
-func (b *Broker) partitionDir(tm *topicMeta, p int32) string {
-	return filepath.Join(b.cfg.DataDir, "topics", fmt.Sprintf("%s-%d-%x", tm.Name, p, tm.ID))
-}
+func (b *Broker) state() *controller.State { return b.svc.Load().State() }
 
-// removeOrphans deletes partition folders that no topic in the metadata owns: what a crash
-// left behind between saving a topic deletion and removing its files.
-func (b *Broker) removeOrphans() error {
-	dir := filepath.Join(b.cfg.DataDir, "topics")
-	names, err := b.fs.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	owned := map[string]bool{}
-	for _, tm := range b.meta.Topics {
-		for i := int32(0); i < tm.Partitions; i++ {
-			owned[filepath.Base(b.partitionDir(tm, i))] = true
-		}
-	}
-	for _, n := range names {
-		if owned[n] {
-			continue
-		}
-		b.lg.Warn("removing partition data no topic owns", "folder", n)
-		if err := b.fs.RemoveAll(filepath.Join(dir, n)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (b *Broker) openPartitions(tm *topicMeta, from, to int32) ([]*partition.Partition, error) {
-	cfg := config.ResolveTopic(tm.Configs, b.meta.Cluster)
-	var ps []*partition.Partition
-	for i := from; i < to; i++ {
-		ls, err := raft.Open(storage.Options{FS: b.fs, Dir: b.partitionDir(tm, i), SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
-		if err != nil {
-			closeAll(ps)
-			return nil, fmt.Errorf("opening %s-%d: %w", tm.Name, i, err)
-		}
-		b.nextGroup++
-		p, err := partition.Open(partition.Options{Topic: tm.Name, Partition: i, Storage: ls, Host: b.host,
-			Group: b.nextGroup, Self: uint64(b.cfg.NodeID), Config: cfg, Logger: b.lg})
-		if err != nil {
-			ls.Close()
-			closeAll(ps)
-			return nil, fmt.Errorf("opening %s-%d: %w", tm.Name, i, err)
-		}
-		ps = append(ps, p)
-	}
-	return ps, nil
-}
-
-func closeAll(ps []*partition.Partition) {
-	for _, p := range ps {
-		p.Close()
-	}
-}
-
-func (b *Broker) openTopic(tm *topicMeta) error {
-	ps, err := b.openPartitions(tm, 0, tm.Partitions)
-	if err != nil {
-		return err
-	}
-	b.topics[tm.Name] = &topic{info: tm.info(), partitions: ps}
-	return nil
-}
-
-// Close flushes and closes every partition.
+// Close moves leadership off this node where it can (a graceful shutdown), then stops the
+// loops, closes every replica (flushing), the controller service, the host and the transport.
 func (b *Broker) Close() error {
-	select {
-	case <-b.stop:
+	if !b.closed.CompareAndSwap(false, true) {
 		return nil
-	default:
 	}
-	close(b.stop)
-	if b.loopStarted {
-		<-b.done // retention and compaction are done with the partitions
-	}
+	b.handOffLeadership()
+	b.cancel()
+	b.wg.Wait()
 	if b.groups != nil {
 		b.groups.Close() // before the partitions it writes to
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	reps := b.replicas
+	b.replicas = map[replicaKey]*replica{}
+	b.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, t := range b.topics {
-		for _, p := range t.partitions {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := p.Close(); err != nil {
-					b.lg.Error("closing partition", "topic", p.Topic(), "partition", p.ID(), "err", err)
-				}
-			}()
-		}
+	for _, r := range reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.p.Close(); err != nil {
+				b.lg.Error("closing partition", "topic", r.p.Topic(), "partition", r.p.ID(), "err", err)
+			}
+		}()
 	}
 	wg.Wait()
+	if s := b.svc.Load(); s != nil {
+		s.Close()
+	}
 	b.host.Close()
+	b.transport.Close()
 	return nil
 }
-
-// noPeers is the Raft transport of a node without peers: every group has this node as its
-// sole voter, so nothing is ever sent.
-type noPeers struct{}
-
-func (noPeers) Send(uint64, *raft.Batch) {}
 
 // NodeID is this broker's id.
 func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 
-// ClusterID is the cluster's id, made on first start.
-func (b *Broker) ClusterID() string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.meta.ClusterID
-}
+// RPCAddr is the address the inter-broker transport listens on.
+func (b *Broker) RPCAddr() string { return b.cfg.RPCAddr }
 
-// ControllerID is the node that answers as controller.
-func (b *Broker) ControllerID() int32 { return b.cfg.NodeID }
+// ClusterID is the cluster's id, made by the first controller leader.
+func (b *Broker) ClusterID() string { return b.state().ClusterID() }
 
-// Brokers lists the brokers of the cluster.
-func (b *Broker) Brokers() []BrokerInfo {
-	host, portStr, err := net.SplitHostPort(b.cfg.AdvertisedKafkaAddr)
+// ControllerID is the broker that leads the controller group, or -1 while none does.
+func (b *Broker) ControllerID() int32 { return b.svc.Load().Leader() }
+
+func brokerInfo(br controller.Broker) BrokerInfo {
+	host, portStr, err := net.SplitHostPort(br.KafkaAddr)
 	if err != nil {
-		host, portStr = b.cfg.AdvertisedKafkaAddr, "9092"
+		host, portStr = br.KafkaAddr, "9092"
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "localhost"
 	}
 	port, _ := strconv.Atoi(portStr)
-	return []BrokerInfo{{NodeID: b.cfg.NodeID, Host: host, Port: int32(port), Rack: b.cfg.Rack}}
+	return BrokerInfo{NodeID: br.ID, Host: host, Port: int32(port), Rack: br.Rack}
+}
+
+// Brokers lists the live brokers of the cluster, by id.
+func (b *Broker) Brokers() []BrokerInfo {
+	var out []BrokerInfo
+	for _, br := range b.state().LiveBrokers() {
+		out = append(out, brokerInfo(br))
+	}
+	return out
+}
+
+// broker returns one registered broker, live or not.
+func (b *Broker) broker(id int32) (BrokerInfo, bool) {
+	br, ok := b.state().Broker(id)
+	if !ok {
+		return BrokerInfo{}, false
+	}
+	return brokerInfo(br), true
 }
 
 // Topics lists the topics, sorted by name.
 func (b *Broker) Topics() []TopicInfo {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	out := make([]TopicInfo, 0, len(b.topics))
-	for _, t := range b.topics {
-		out = append(out, t.info)
+	ts := b.state().Topics()
+	out := make([]TopicInfo, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, topicInfo(t))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -303,33 +323,37 @@ func (b *Broker) Topics() []TopicInfo {
 
 // Topic describes one topic.
 func (b *Broker) Topic(name string) (TopicInfo, bool) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	t, ok := b.topics[name]
+	t, ok := b.state().Topic(name)
 	if !ok {
 		return TopicInfo{}, false
 	}
-	return t.info, true
+	return topicInfo(t), true
 }
 
-// Partition finds a local partition.
+// Partition finds the local replica of a partition. A partition that exists but has no
+// replica here answers NOT_LEADER_OR_FOLLOWER, as Kafka does for a broker that is not its
+// leader.
 func (b *Broker) Partition(name string, id int32) (*partition.Partition, *kerr.Error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	t, ok := b.topics[name]
-	if !ok || id < 0 || id >= int32(len(t.partitions)) {
+	t, ok := b.state().Topic(name)
+	if !ok || id < 0 || id >= t.Partitions() {
 		return nil, kerr.UnknownTopicOrPartition
 	}
-	return t.partitions[id], nil
+	b.mu.RLock()
+	r := b.replicas[replicaKey{t.ID, id}]
+	b.mu.RUnlock()
+	if r == nil {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return r.p, nil
 }
 
-// Partitions returns every local partition, for metrics and the admin API.
+// Partitions returns every local replica, for metrics and the admin API.
 func (b *Broker) Partitions() []*partition.Partition {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var out []*partition.Partition
-	for _, t := range b.topics {
-		out = append(out, t.partitions...)
+	out := make([]*partition.Partition, 0, len(b.replicas))
+	for _, r := range b.replicas {
+		out = append(out, r.p)
 	}
 	return out
 }
@@ -351,17 +375,61 @@ func ValidateTopicName(name string) *Error {
 	return nil
 }
 
-// CreateTopic creates a topic; partitions and rf of -1 take the cluster defaults.
+// maxPartitionsPerTopic bounds what one CreateTopics or CreatePartitions can ask.
+const maxPartitionsPerTopic = 10000
+
+// metadataTimeout bounds one metadata change through the controller.
+const metadataTimeout = 15 * time.Second
+
+// propose sends a command to the controller and maps its outcome to a Kafka error. When it
+// returns without error, the change is applied on this broker's replica of the state and
+// the local replicas follow it.
+func (b *Broker) propose(cmd controller.Command) (controller.Result, *Error) {
+	ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
+	defer cancel()
+	res, err := b.svc.Load().Propose(ctx, cmd)
+	if err != nil {
+		code := kerr.RequestTimedOut
+		if errors.Is(err, cluster.ErrNoController) {
+			code = kerr.NotController
+		}
+		return res, errorf(code, "the controller did not apply the change: %v", err)
+	}
+	if res.Err != nil {
+		return res, &Error{Code: res.Err, Msg: res.Msg}
+	}
+	if err := b.reconcile(); err != nil {
+		return res, errorf(kerr.KafkaStorageError, "opening local replicas: %v", err)
+	}
+	return res, nil
+}
+
+// place assigns replicas to new partitions over the live brokers, rack-aware.
+func (b *Broker) place(partitions int32, rf int16) ([][]int32, *Error) {
+	brokers, load := b.state().Placement()
+	var seed [1]byte
+	rand.Read(seed[:])
+	a, err := controller.Place(brokers, load, int(partitions), int(rf), int(seed[0]))
+	if err != nil {
+		var pe *controller.PlacementError
+		if errors.As(err, &pe) {
+			return nil, &Error{Code: pe.Code, Msg: pe.Msg}
+		}
+		return nil, errorf(kerr.InvalidReplicationFactor, "%v", err)
+	}
+	return a, nil
+}
+
+// CreateTopic creates a topic; partitions and rf of -1 take the cluster defaults. It waits
+// (a bounded time) until every partition has a leader, so clients can use it at once.
 func (b *Broker) CreateTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (TopicInfo, *Error) {
 	if err := ValidateTopicName(name); err != nil {
 		return TopicInfo{}, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.topics[name]; ok {
+	if _, ok := b.state().Topic(name); ok {
 		return TopicInfo{}, errorf(kerr.TopicAlreadyExists, "topic %q already exists", name)
 	}
-	cc := config.ResolveCluster(b.meta.Cluster)
+	cc := config.ResolveCluster(b.state().ClusterConfig())
 	if partitions == -1 {
 		partitions = cc.NumPartitions
 	}
@@ -377,7 +445,7 @@ func (b *Broker) CreateTopic(name string, partitions int32, rf int16, configs ma
 	if rf < 1 {
 		return TopicInfo{}, errorf(kerr.InvalidReplicationFactor, "replication factor must be at least 1, got %d", rf)
 	}
-	if live := int16(len(b.Brokers())); rf > live {
+	if live := int16(len(b.state().LiveBrokers())); rf > live {
 		return TopicInfo{}, errorf(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d available broker(s)", rf, live)
 	}
 	overrides := make(map[string]string, len(configs))
@@ -388,53 +456,63 @@ func (b *Broker) CreateTopic(name string, partitions int32, rf int16, configs ma
 		}
 		overrides[k] = canon
 	}
-	tm := &topicMeta{Name: name, ID: newTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: overrides}
+	return b.createTopic(name, partitions, rf, overrides, validateOnly)
+}
+
+func (b *Broker) createTopic(name string, partitions int32, rf int16, overrides map[string]string, validateOnly bool) (TopicInfo, *Error) {
+	assignment, perr := b.place(partitions, rf)
+	if perr != nil {
+		return TopicInfo{}, perr
+	}
+	cmd := controller.CreateTopic{Name: name, ID: newTopicID(), Partitions: partitions, RF: rf, Configs: overrides, Assignment: assignment}
+	info := TopicInfo{Name: name, ID: cmd.ID, Partitions: partitions, ReplicationFactor: rf, Internal: strings.HasPrefix(name, "__")}
 	if validateOnly {
-		return tm.info(), nil
+		return info, nil
 	}
-	if err := b.addTopicLocked(tm); err != nil {
-		b.lg.Error("creating topic", "topic", name, "err", err)
-		return TopicInfo{}, errorf(kerr.KafkaStorageError, "creating topic: %v", err)
+	if _, err := b.propose(cmd); err != nil {
+		return TopicInfo{}, err
 	}
-	b.lg.Info("created topic", "topic", name, "partitions", partitions)
-	return tm.info(), nil
+	b.lg.Info("created topic", "topic", name, "partitions", partitions, "replication_factor", rf)
+	b.waitLeaders(name, 10*time.Second)
+	return info, nil
 }
 
-// addTopicLocked opens a new topic's partitions and records it in the metadata; if the
-// metadata cannot be saved, the partitions are removed again, so a failed create leaves
-// nothing behind.
-func (b *Broker) addTopicLocked(tm *topicMeta) error {
-	if err := b.openTopic(tm); err != nil {
-		return err
-	}
-	b.meta.Topics[tm.Name] = tm
-	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-		delete(b.meta.Topics, tm.Name)
-		t := b.topics[tm.Name]
-		delete(b.topics, tm.Name)
-		for _, p := range t.partitions {
-			p.Delete()
+// waitLeaders waits until every partition of the topic has a known leader, or d passes.
+func (b *Broker) waitLeaders(name string, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && !b.closed.Load() {
+		t, ok := b.state().Topic(name)
+		if !ok {
+			return
 		}
-		return fmt.Errorf("saving metadata: %w", err)
+		all := true
+		for p := int32(0); p < t.Partitions(); p++ {
+			if v := b.PartitionView(t, p); v.Leader < 0 {
+				all = false
+				break
+			}
+		}
+		if all {
+			return
+		}
+		select {
+		case <-b.leaders.changed():
+		case <-time.After(50 * time.Millisecond):
+		case <-b.ctx.Done():
+			return
+		}
 	}
-	return nil
 }
 
-// maxPartitionsPerTopic bounds what one CreateTopics or CreatePartitions can ask of a node.
-const maxPartitionsPerTopic = 10000
-
-func newTopicID() [16]byte {
-	var id [16]byte
+func newTopicID() controller.TopicID {
+	var id controller.TopicID
 	rand.Read(id[:])
 	return id
 }
 
 // AutoCreateTopic creates a topic with defaults when auto.create.topics.enable is on.
 func (b *Broker) AutoCreateTopic(name string) (TopicInfo, *Error) {
-	b.mu.RLock()
-	enabled := config.ResolveCluster(b.meta.Cluster).AutoCreateTopics
-	b.mu.RUnlock()
-	if !enabled {
+	if !config.ResolveCluster(b.state().ClusterConfig()).AutoCreateTopics {
 		return TopicInfo{}, errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist and auto.create.topics.enable is off", name)
 	}
 	info, err := b.CreateTopic(name, -1, -1, nil, false)
@@ -447,11 +525,18 @@ func (b *Broker) AutoCreateTopic(name string) (TopicInfo, *Error) {
 
 // DeleteTopic removes a topic and its data.
 func (b *Broker) DeleteTopic(name string) *Error {
-	if err := b.deleteTopic(name); err != nil {
+	t, ok := b.state().Topic(name)
+	if !ok {
+		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	if name == group.OffsetsTopic {
+		return errorf(kerr.InvalidTopicException, "%s is an internal topic that holds consumer group state; it cannot be deleted", name)
+	}
+	if _, err := b.propose(controller.DeleteTopic{Name: name, ID: t.ID}); err != nil {
 		return err
 	}
-	// Synchronously and outside b.mu (see the lock order in groups.go): a topic created
-	// again under this name must not have its first commits tombstoned by a late cleanup.
+	// Synchronously: a topic created again under this name must not have its first
+	// commits tombstoned by a late cleanup.
 	if b.groups != nil {
 		b.groups.DeleteTopicOffsets(name)
 	}
@@ -459,41 +544,13 @@ func (b *Broker) DeleteTopic(name string) *Error {
 	return nil
 }
 
-func (b *Broker) deleteTopic(name string) *Error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.topics[name]
-	if !ok {
-		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
-	}
-	if name == group.OffsetsTopic {
-		return errorf(kerr.InvalidTopicException, "%s is an internal topic that holds consumer group state; it cannot be deleted", name)
-	}
-	tm := b.meta.Topics[name]
-	delete(b.meta.Topics, name)
-	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-		b.meta.Topics[name] = tm
-		return errorf(kerr.KafkaStorageError, "saving metadata: %v", err)
-	}
-	delete(b.topics, name)
-	for _, p := range t.partitions {
-		if err := p.Delete(); err != nil {
-			// The metadata no longer names these files; the next start removes them.
-			b.lg.Error("removing partition data", "topic", name, "partition", p.ID(), "err", err)
-		}
-	}
-	return nil
-}
-
 // CreatePartitions raises a topic's partition count; it may only grow.
 func (b *Broker) CreatePartitions(name string, count int32, validateOnly bool) *Error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	t, ok := b.topics[name]
+	t, ok := b.state().Topic(name)
 	if !ok {
 		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	}
-	cur := t.info.Partitions
+	cur := t.Partitions()
 	switch {
 	case name == group.OffsetsTopic:
 		return errorf(kerr.InvalidPartitions, "%s keeps the partition count it was created with: groups hash onto its partitions", name)
@@ -504,44 +561,36 @@ func (b *Broker) CreatePartitions(name string, count int32, validateOnly bool) *
 	case count > maxPartitionsPerTopic:
 		return errorf(kerr.InvalidPartitions, "partition count %d is above the limit of %d", count, maxPartitionsPerTopic)
 	}
+	if live := int16(len(b.state().LiveBrokers())); t.RF > live {
+		return errorf(kerr.InvalidReplicationFactor, "the topic's replication factor %d is larger than the %d available broker(s)", t.RF, live)
+	}
+	assignment, perr := b.place(count-cur, t.RF)
+	if perr != nil {
+		return perr
+	}
 	if validateOnly {
 		return nil
 	}
-	tm := b.meta.Topics[name]
-	ps, err := b.openPartitions(tm, cur, count)
-	if err != nil {
-		return errorf(kerr.KafkaStorageError, "creating partitions: %v", err)
+	if _, err := b.propose(controller.CreatePartitions{Name: name, NewAssignment: assignment}); err != nil {
+		return err
 	}
-	tm.Partitions = count
-	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-		tm.Partitions = cur
-		for _, p := range ps {
-			p.Delete()
-		}
-		return errorf(kerr.KafkaStorageError, "saving metadata: %v", err)
-	}
-	t.partitions = append(t.partitions, ps...)
-	t.info.Partitions = count
+	b.waitLeaders(name, 10*time.Second)
 	return nil
 }
 
-// TopicConfigOverrides returns a copy of the properties set on a topic.
+// TopicConfigOverrides returns a copy of the properties set on a topic, and of the
+// cluster's.
 func (b *Broker) TopicConfigOverrides(name string) (map[string]string, map[string]string, bool) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	tm, ok := b.meta.Topics[name]
+	st := b.state()
+	ov, ok := st.TopicConfig(name)
 	if !ok {
 		return nil, nil, false
 	}
-	return copyMap(tm.Configs), copyMap(b.meta.Cluster), true
+	return ov, st.ClusterConfig(), true
 }
 
 // ClusterConfigOverrides returns a copy of the cluster properties set at run time.
-func (b *Broker) ClusterConfigOverrides() map[string]string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return copyMap(b.meta.Cluster)
-}
+func (b *Broker) ClusterConfigOverrides() map[string]string { return b.state().ClusterConfig() }
 
 // NodeConfigValues are the node properties as set at start, for DescribeConfigs.
 func (b *Broker) NodeConfigValues() map[string]string {
@@ -561,46 +610,20 @@ func (b *Broker) NodeConfigValues() map[string]string {
 	return v
 }
 
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// SetTopicConfig replaces a topic's overrides with already validated values and applies
-// them to its partitions at once.
+// SetTopicConfig replaces a topic's overrides with already validated values; every replica
+// applies them when the change reaches it.
 func (b *Broker) SetTopicConfig(name string, overrides map[string]string) *Error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	tm, ok := b.meta.Topics[name]
-	if !ok {
+	if _, ok := b.state().Topic(name); !ok {
 		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	}
-	old := tm.Configs
-	tm.Configs = copyMap(overrides)
-	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-		tm.Configs = old
-		return errorf(kerr.KafkaStorageError, "saving metadata: %v", err)
-	}
-	b.applyTopicConfigLocked(name)
-	return nil
+	_, err := b.propose(controller.SetTopicConfig{Name: name, Overrides: overrides, Replace: true})
+	return err
 }
 
-// SetClusterConfig replaces the cluster overrides with already validated values and applies
-// them to every topic at once.
+// SetClusterConfig replaces the cluster overrides with already validated values.
 func (b *Broker) SetClusterConfig(overrides map[string]string) *Error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	old := b.meta.Cluster
-	b.meta.Cluster = copyMap(overrides)
-	if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-		b.meta.Cluster = old
-		return errorf(kerr.KafkaStorageError, "saving metadata: %v", err)
-	}
-	for name := range b.topics {
-		b.applyTopicConfigLocked(name)
+	if _, err := b.propose(controller.SetClusterConfig{Overrides: overrides, Replace: true}); err != nil {
+		return err
 	}
 	select {
 	case b.retentionKick <- struct{}{}:
@@ -609,43 +632,39 @@ func (b *Broker) SetClusterConfig(overrides map[string]string) *Error {
 	return nil
 }
 
-func (b *Broker) applyTopicConfigLocked(name string) {
-	cfg := config.ResolveTopic(b.meta.Topics[name].Configs, b.meta.Cluster)
-	for _, p := range b.topics[name].partitions {
-		p.SetConfig(cfg)
-	}
+func (b *Broker) clusterConfig() config.ClusterConfig {
+	return config.ResolveCluster(b.state().ClusterConfig())
 }
 
-// AllocateProducerID hands out a producer id unique across restarts: ids come from blocks
-// whose end is made durable before any id in them is used.
+// producerIDBlock is how many producer ids a broker takes from the controller at once.
+const producerIDBlock = 1000
+
+// AllocateProducerID hands out a producer id unique in the cluster and across restarts:
+// ids come from blocks the controller hands each broker once.
 func (b *Broker) AllocateProducerID() (int64, *Error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.meta.NextProducerID >= b.meta.ProducerIDBlockEnd {
-		old := b.meta.ProducerIDBlockEnd
-		b.meta.NextProducerID = old
-		b.meta.ProducerIDBlockEnd = old + producerIDBlock
-		if err := b.meta.save(b.fs, b.cfg.DataDir); err != nil {
-			b.meta.ProducerIDBlockEnd = old
-			return -1, errorf(kerr.KafkaStorageError, "saving producer id block: %v", err)
+	b.pidMu.Lock()
+	defer b.pidMu.Unlock()
+	if b.pidNext >= b.pidEnd {
+		res, err := b.propose(controller.AllocateProducerIDBlock{Broker: b.cfg.NodeID, Size: producerIDBlock})
+		if err != nil {
+			return -1, err
 		}
+		if res.ProducerIDs == nil {
+			return -1, errorf(kerr.UnknownServerError, "the controller handed out no producer ids")
+		}
+		b.pidNext, b.pidEnd = res.ProducerIDs.First, res.ProducerIDs.First+int64(res.ProducerIDs.Size)
 	}
-	id := b.meta.NextProducerID
-	b.meta.NextProducerID++
+	id := b.pidNext
+	b.pidNext++
 	return id, nil
 }
 
-const producerIDBlock = 1000
-
 func (b *Broker) retentionLoop() {
-	defer close(b.done)
 	for {
-		b.mu.RLock()
-		interval := time.Duration(config.ResolveCluster(b.meta.Cluster).RetentionCheckMs) * time.Millisecond
-		b.mu.RUnlock()
+		interval := time.Duration(b.clusterConfig().RetentionCheckMs) * time.Millisecond
 		t := time.NewTimer(interval)
 		select {
-		case <-b.stop:
+		case <-b.ctx.Done():
 			t.Stop()
 			return
 		case <-b.retentionKick:
@@ -670,3 +689,5 @@ func (b *Broker) EnforceRetention() {
 		}
 	}
 }
+
+func containsID(ids []int32, id int32) bool { return slices.Contains(ids, id) }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,55 +14,39 @@ import (
 // the config getter) while holding its own lock, so the broker never calls into the
 // coordinator while holding b.mu.
 
-// EnsureInternalTopic creates an internal topic if it is missing, with configs stored as
-// given: they are the broker's own choices, not a user's, so they skip user validation.
-// It returns the topic, existing or new.
-func (b *Broker) EnsureInternalTopic(name string, partitions int32, rf int16, configs map[string]string) (TopicInfo, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if t, ok := b.topics[name]; ok {
-		return t.info, nil
-	}
-	tm := &topicMeta{Name: name, ID: newTopicID(), Partitions: partitions, ReplicationFactor: rf, Configs: copyMap(configs)}
-	if err := b.addTopicLocked(tm); err != nil {
-		return TopicInfo{}, err
-	}
-	b.lg.Info("created internal topic", "topic", name, "partitions", partitions, "replication_factor", rf)
-	return tm.info(), nil
-}
-
-// startGroups creates __consumer_offsets when missing (offsets.topic.num.partitions and
-// offsets.topic.replication.factor are read only now) and starts the group coordinator over
-// the partitions this node leads.
-func (b *Broker) startGroups() error {
-	b.mu.RLock()
-	cc := config.ResolveCluster(b.meta.Cluster)
-	b.mu.RUnlock()
-	rf := min(cc.OffsetsTopicReplicationFactor, int16(len(b.Brokers())))
-	info, err := b.EnsureInternalTopic(group.OffsetsTopic, cc.OffsetsTopicNumPartitions, rf, map[string]string{
-		config.TopicCleanupPolicy: "compact",
-		config.TopicSegmentBytes:  strconv.Itoa(int(cc.OffsetsTopicSegmentBytes)),
-	})
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", group.OffsetsTopic, err)
+// startGroups starts the group coordinator. __consumer_offsets is created on the first
+// FindCoordinator, as Kafka does, so that its replication factor (min of
+// offsets.topic.replication.factor and the live brokers) counts the brokers of a cluster
+// that has finished starting. The coordinator serves the shards whose partition this
+// broker leads (leadershipLoop moves them).
+func (b *Broker) startGroups() {
+	n := b.clusterConfig().OffsetsTopicNumPartitions
+	if t, ok := b.state().Topic(group.OffsetsTopic); ok {
+		n = t.Partitions()
 	}
 	b.groups = group.New(group.Options{
 		Host:       groupHost{b},
-		Partitions: info.Partitions,
+		Partitions: n,
 		Config:     b.clusterConfig,
 		Logger:     b.lg,
 	})
-	// A single node leads every partition.
-	for i := int32(0); i < info.Partitions; i++ {
-		b.groups.BecomeLeader(i)
-	}
-	return nil
 }
 
-func (b *Broker) clusterConfig() config.ClusterConfig {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return config.ResolveCluster(b.meta.Cluster)
+// ensureOffsetsTopic creates __consumer_offsets if it is missing.
+func (b *Broker) ensureOffsetsTopic() *Error {
+	if _, ok := b.state().Topic(group.OffsetsTopic); ok {
+		return nil
+	}
+	cc := b.clusterConfig()
+	rf := max(1, min(cc.OffsetsTopicReplicationFactor, int16(len(b.state().LiveBrokers()))))
+	_, err := b.createTopic(group.OffsetsTopic, b.groups.Partitions(), rf, map[string]string{
+		config.TopicCleanupPolicy: "compact",
+		config.TopicSegmentBytes:  strconv.Itoa(int(cc.OffsetsTopicSegmentBytes)),
+	}, false)
+	if err != nil && err.Code != kerr.TopicAlreadyExists {
+		return err
+	}
+	return nil
 }
 
 // Groups is the node's group coordinator.
@@ -75,17 +58,23 @@ func (b *Broker) GroupCoordinator(groupID string) (BrokerInfo, *kerr.Error) {
 	if b.groups == nil || b.groups.Partitions() <= 0 {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	p := group.PartitionFor(groupID, b.groups.Partitions())
-	if _, err := b.Partition(group.OffsetsTopic, p); err != nil {
+	if err := b.ensureOffsetsTopic(); err != nil {
+		b.lg.Warn("creating "+group.OffsetsTopic, "err", err)
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	// A single node leads every partition it holds.
-	for _, bi := range b.Brokers() {
-		if bi.NodeID == b.cfg.NodeID {
-			return bi, nil
-		}
+	t, ok := b.state().Topic(group.OffsetsTopic)
+	if !ok {
+		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	return BrokerInfo{}, kerr.CoordinatorNotAvailable
+	v := b.PartitionView(t, group.PartitionFor(groupID, b.groups.Partitions()))
+	if v.Leader < 0 {
+		return BrokerInfo{}, kerr.CoordinatorNotAvailable
+	}
+	bi, ok := b.broker(v.Leader)
+	if !ok {
+		return BrokerInfo{}, kerr.CoordinatorNotAvailable
+	}
+	return bi, nil
 }
 
 // groupHost is the broker as the coordinator sees it.
@@ -93,7 +82,7 @@ type groupHost struct{ b *Broker }
 
 func (h groupHost) OffsetsPartition(i int32) *partition.Partition {
 	p, err := h.b.Partition(group.OffsetsTopic, i)
-	if err != nil {
+	if err != nil || !p.IsLeader() {
 		return nil
 	}
 	return p

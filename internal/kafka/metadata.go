@@ -74,18 +74,26 @@ func (s *Server) metadataTopic(info broker.TopicInfo) kmsg.MetadataResponseTopic
 	mt.TopicID = info.ID
 	mt.IsInternal = info.Internal
 	mt.AuthorizedOperations = unrequestedAuthorizedOperations
-	node := s.b.NodeID()
-	for i := int32(0); i < info.Partitions; i++ {
+	live := map[int32]bool{}
+	for _, bi := range s.b.Brokers() {
+		live[bi.NodeID] = true
+	}
+	for i, v := range s.b.PartitionViews(info.Name) {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = i
-		mp.Leader = node
-		mp.LeaderEpoch = -1
-		if p, err := s.b.Partition(info.Name, i); err == nil {
-			mp.LeaderEpoch = p.LeaderEpoch()
+		mp.Partition = int32(i)
+		mp.Leader = v.Leader
+		mp.LeaderEpoch = v.LeaderEpoch
+		if v.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
-		mp.Replicas = []int32{node}
-		mp.ISR = []int32{node}
+		mp.Replicas = append([]int32{}, v.Replicas...)
+		mp.ISR = append([]int32{}, v.ISR...)
 		mp.OfflineReplicas = []int32{}
+		for _, r := range v.Replicas {
+			if !live[r] {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

@@ -58,12 +58,7 @@ func handleProduce(s *Server, ctx context.Context, kreq kmsg.Request) respondFun
 				out.ErrorCode, out.ErrorMessage = kerr.InvalidTopicException.Code, strPtr(rt.Topic+" is internal: only the group coordinator writes it")
 				continue
 			}
-			p, kerrv := s.b.Partition(rt.Topic, rpart.Partition)
-			if kerrv != nil {
-				out.ErrorCode, out.ErrorMessage = kerrv.Code, errMsg(kerrv, "")
-				continue
-			}
-			res, wait := p.Produce(rpart.Records, req.Acks)
+			res, wait := s.b.Produce(rt.Topic, rpart.Partition, rpart.Records, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond)
 			fillProduce(out, res)
 			if wait != nil {
 				slots = append(slots, slot{out, wait})

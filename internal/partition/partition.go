@@ -40,6 +40,9 @@ type Options struct {
 	Replicas []uint64
 	Config   config.TopicConfig
 	Logger   *slog.Logger
+	// OnRoleChange, if set, is called (from the replica's own goroutine; it must not block)
+	// when the replica's role, leader or term changes.
+	OnRoleChange func()
 }
 
 // Boundaries are the partition's offsets, each exclusive (the next offset past the
@@ -93,9 +96,10 @@ type Partition struct {
 	watchers map[chan struct{}]struct{}
 	closed   bool
 
-	kick chan struct{} // the Raft group moved: refresh the boundaries
-	stop chan struct{}
-	done chan struct{}
+	onRole func()
+	kick   chan struct{} // the Raft group moved: refresh the boundaries
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // Open builds the partition replica and starts its Raft group. A sole voter campaigns at
@@ -120,6 +124,7 @@ func Open(opts Options) (*Partition, error) {
 		changed:   make(chan struct{}),
 		watchers:  make(map[chan struct{}]struct{}),
 		kick:      make(chan struct{}, 1),
+		onRole:    opts.OnRoleChange,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -139,8 +144,14 @@ func Open(opts Options) (*Partition, error) {
 	if err != nil {
 		return nil, err
 	}
+	fresh := p.log.LastIndex() == 0
 	go p.refreshLoop()
 	p.refresh()
+	if fresh && len(voters) > 1 && voters[0] == opts.Self {
+		// A new group's preferred leader campaigns at once rather than after an election
+		// timeout: the partition is writable sooner after CreateTopics.
+		_ = opts.Host.Campaign(opts.Group)
+	}
 	if st, err := opts.Host.Status(opts.Group); err == nil && len(st.Voters) == 1 && st.Voters[0] == opts.Self && len(st.VotersOutgoing) == 0 {
 		if err := opts.Host.Campaign(opts.Group); err != nil {
 			p.Close()
@@ -203,6 +214,9 @@ func (p *Partition) refresh() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.onRole != nil && (p.bounds.IsLeader != b.IsLeader || p.bounds.Leader != b.Leader || p.bounds.LeaderEpoch != b.LeaderEpoch) {
+		defer p.onRole()
+	}
 	p.voters = append(append(p.voters[:0], st.Voters...), st.VotersOutgoing...)
 	p.progress = st.Progress
 	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {

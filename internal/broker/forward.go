@@ -1,0 +1,261 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/partition"
+)
+
+// Produce forwarding: a produce for a partition this broker does not lead goes to the
+// leader over the inter-broker transport, whatever its acks (DESIGN.md §1: an acks=0 record
+// reaching a follower is never dropped silently), and the leader's answer comes back. With
+// Config.DisableForwarding the broker answers NOT_LEADER_OR_FOLLOWER instead, and clients
+// refresh their metadata and go to the leader themselves.
+//
+// Wire (versioned, big endian):
+//
+//	request  = version u8 | corr u64 (0: acks=0, no answer wanted) | acks i16 | timeout_ms i32 |
+//	           partition i32 | topic_len u16 | topic | records (the rest)
+//	response = version u8 | corr u64 | error_code i16 | base_offset i64 | log_start i64 |
+//	           msg_len u16 | msg
+
+const forwardVersion = 1
+
+// maxForwardInflight bounds the forwarded produces a leader works on at once; beyond it
+// they are answered REQUEST_TIMED_OUT (retriable) rather than queued without bound.
+const maxForwardInflight = 1024
+
+type forwarder struct {
+	b       *Broker
+	corr    atomic.Uint64
+	mu      sync.Mutex
+	pending map[uint64]chan partition.ProduceResult
+	sem     chan struct{}
+}
+
+func newForwarder(b *Broker) *forwarder {
+	return &forwarder{b: b, pending: map[uint64]chan partition.ProduceResult{}, sem: make(chan struct{}, maxForwardInflight)}
+}
+
+var errBadForward = errors.New("malformed forwarded produce")
+
+type forwardRequest struct {
+	corr      uint64
+	acks      int16
+	timeoutMs int32
+	partition int32
+	topic     string
+	records   []byte
+}
+
+func encodeForwardRequest(r forwardRequest) []byte {
+	buf := make([]byte, 0, 1+8+2+4+4+2+len(r.topic)+len(r.records))
+	buf = append(buf, forwardVersion)
+	buf = binary.BigEndian.AppendUint64(buf, r.corr)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(r.acks))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(r.timeoutMs))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(r.partition))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(len(r.topic)))
+	buf = append(buf, r.topic...)
+	return append(buf, r.records...)
+}
+
+func decodeForwardRequest(b []byte) (forwardRequest, error) {
+	var r forwardRequest
+	if len(b) < 21 || b[0] != forwardVersion {
+		return r, errBadForward
+	}
+	r.corr = binary.BigEndian.Uint64(b[1:])
+	r.acks = int16(binary.BigEndian.Uint16(b[9:]))
+	r.timeoutMs = int32(binary.BigEndian.Uint32(b[11:]))
+	r.partition = int32(binary.BigEndian.Uint32(b[15:]))
+	n := int(binary.BigEndian.Uint16(b[19:]))
+	if len(b) < 21+n {
+		return r, errBadForward
+	}
+	r.topic = string(b[21 : 21+n])
+	r.records = b[21+n:]
+	return r, nil
+}
+
+func encodeForwardResponse(corr uint64, res partition.ProduceResult) []byte {
+	msg := res.Msg
+	if len(msg) > 1<<15 {
+		msg = msg[:1<<15]
+	}
+	var code int16
+	if res.Err != nil {
+		code = res.Err.Code
+	}
+	buf := make([]byte, 0, 1+8+2+8+8+2+len(msg))
+	buf = append(buf, forwardVersion)
+	buf = binary.BigEndian.AppendUint64(buf, corr)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(code))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(res.BaseOffset))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(res.LogStartOffset))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(len(msg)))
+	return append(buf, msg...)
+}
+
+func decodeForwardResponse(b []byte) (uint64, partition.ProduceResult, error) {
+	var res partition.ProduceResult
+	if len(b) < 29 || b[0] != forwardVersion {
+		return 0, res, errBadForward
+	}
+	corr := binary.BigEndian.Uint64(b[1:])
+	code := int16(binary.BigEndian.Uint16(b[9:]))
+	res.BaseOffset = int64(binary.BigEndian.Uint64(b[11:]))
+	res.LogStartOffset = int64(binary.BigEndian.Uint64(b[19:]))
+	n := int(binary.BigEndian.Uint16(b[27:]))
+	if len(b) != 29+n {
+		return 0, res, errBadForward
+	}
+	res.Msg = string(b[29:])
+	if code != 0 {
+		res.Err = kerr.UnknownServerError
+		if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+			res.Err = e
+		}
+	}
+	return corr, res, nil
+}
+
+func produceFailed(err *kerr.Error, msg string) partition.ProduceResult {
+	return partition.ProduceResult{BaseOffset: -1, LogStartOffset: -1, Err: err, Msg: msg}
+}
+
+// Produce routes one partition's produce: to the local replica when it leads, else to the
+// leader (forwarding). The result and wait follow partition.Partition.Produce; a forwarded
+// produce always returns a wait (for acks 0 it is never needed: the answer is not awaited).
+func (b *Broker) Produce(topic string, part int32, records []byte, acks int16, timeout time.Duration) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
+	t, ok := b.state().Topic(topic)
+	if !ok || part < 0 || part >= t.Partitions() {
+		return produceFailed(kerr.UnknownTopicOrPartition, ""), nil
+	}
+	b.mu.RLock()
+	r := b.replicas[replicaKey{t.ID, part}]
+	b.mu.RUnlock()
+	if r != nil && r.p.IsLeader() {
+		return r.p.Produce(records, acks)
+	}
+	if b.cfg.DisableForwarding {
+		return produceFailed(kerr.NotLeaderForPartition, "this broker does not lead the partition (forwarding is off)"), nil
+	}
+	v := b.PartitionView(t, part)
+	if v.Leader < 0 || v.Leader == b.cfg.NodeID {
+		return produceFailed(kerr.NotLeaderForPartition, "the partition has no leader yet; retry"), nil
+	}
+	return b.fwd.forward(v.Leader, forwardRequest{acks: acks, timeoutMs: int32(min(timeout.Milliseconds(), 1<<31-1)), partition: part, topic: topic, records: records})
+}
+
+func (f *forwarder) forward(leader int32, req forwardRequest) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
+	var ch chan partition.ProduceResult
+	if req.acks != 0 {
+		req.corr = f.corr.Add(1)
+		ch = make(chan partition.ProduceResult, 1)
+		f.mu.Lock()
+		f.pending[req.corr] = ch
+		f.mu.Unlock()
+	}
+	payload := encodeForwardRequest(req) // copies the records: the request buffer is reused
+	if err := f.b.transport.Send(leader, msgForwardRequest, payload); err != nil {
+		f.drop(req.corr)
+		return produceFailed(kerr.NotLeaderForPartition, "the leader could not be reached: "+err.Error()+"; retry"), nil
+	}
+	if ch == nil {
+		return partition.ProduceResult{BaseOffset: -1, LogStartOffset: -1}, nil
+	}
+	return partition.ProduceResult{BaseOffset: -1, LogStartOffset: -1}, func(ctx context.Context) partition.ProduceResult {
+		defer f.drop(req.corr)
+		select {
+		case res := <-ch:
+			return res
+		case <-ctx.Done():
+			return produceFailed(kerr.RequestTimedOut, "the leader did not answer the forwarded produce in time")
+		case <-f.b.ctx.Done():
+			return produceFailed(kerr.NotLeaderForPartition, "the broker is shutting down; retry")
+		}
+	}
+}
+
+func (f *forwarder) drop(corr uint64) {
+	if corr == 0 {
+		return
+	}
+	f.mu.Lock()
+	delete(f.pending, corr)
+	f.mu.Unlock()
+}
+
+// handle receives forwarding traffic (on the transport's delivery goroutine: it must not
+// block, so the produce runs on its own goroutine).
+func (f *forwarder) handle(from int32, typ uint8, payload []byte) {
+	switch typ {
+	case msgForwardResponse:
+		corr, res, err := decodeForwardResponse(payload)
+		if err != nil {
+			f.b.lg.Warn("dropping a malformed forwarded produce answer", "from", from, "err", err)
+			return
+		}
+		f.mu.Lock()
+		ch := f.pending[corr]
+		delete(f.pending, corr)
+		f.mu.Unlock()
+		if ch != nil {
+			ch <- res
+		}
+	case msgForwardRequest:
+		req, err := decodeForwardRequest(payload)
+		if err != nil {
+			f.b.lg.Warn("dropping a malformed forwarded produce", "from", from, "err", err)
+			return
+		}
+		select {
+		case f.sem <- struct{}{}:
+		default:
+			f.reply(from, req.corr, produceFailed(kerr.RequestTimedOut, "the leader is busy with forwarded produces; retry"))
+			return
+		}
+		req.records = append([]byte(nil), req.records...) // the payload belongs to the transport
+		go func() {
+			defer func() { <-f.sem }()
+			f.reply(from, req.corr, f.serve(req))
+		}()
+	}
+}
+
+// serve runs a forwarded produce on the local leader; it is never forwarded again.
+func (f *forwarder) serve(req forwardRequest) partition.ProduceResult {
+	if req.acks != 0 && req.acks != 1 && req.acks != -1 {
+		return produceFailed(kerr.InvalidRequiredAcks, "acks must be -1 (all), 0 or 1")
+	}
+	p, kerrv := f.b.Partition(req.topic, req.partition)
+	if kerrv != nil {
+		return produceFailed(kerrv, "")
+	}
+	if !p.IsLeader() {
+		return produceFailed(kerr.NotLeaderForPartition, "this broker no longer leads the partition; retry")
+	}
+	res, wait := p.Produce(req.records, req.acks)
+	if wait == nil {
+		return res
+	}
+	timeout := time.Duration(max(req.timeoutMs, 0)) * time.Millisecond
+	ctx, cancel := context.WithTimeout(f.b.ctx, timeout)
+	defer cancel()
+	return wait(ctx)
+}
+
+func (f *forwarder) reply(to int32, corr uint64, res partition.ProduceResult) {
+	if corr == 0 {
+		return
+	}
+	_ = f.b.transport.Send(to, msgForwardResponse, encodeForwardResponse(corr, res)) // lost: the producer times out and retries
+}

@@ -1,0 +1,338 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cairn-io/cairn/internal/controller"
+	"github.com/cairn-io/cairn/internal/group"
+)
+
+// Leadership is decided by each partition's Raft group, not by the controller, so Metadata
+// cannot read it from the controller state. Every broker tells every other which groups it
+// leads, with the term and the ISR (msgLeaders, a full list on every change and every
+// second); a broker answers Metadata from its own replicas first and from those lists for
+// the partitions it holds no replica of.
+
+// Message types of this package on the inter-broker transport (internal/cluster uses 16-31,
+// raft 1).
+const (
+	msgLeaders         uint8 = 32 // broker → every broker: the groups I lead
+	msgForwardRequest  uint8 = 33 // broker → leader: a produce for a partition it leads
+	msgForwardResponse uint8 = 34 // leader → broker: its answer
+)
+
+const leadersVersion = 1
+
+// maxLeaderEntries bounds what a decoder accepts from one message.
+const maxLeaderEntries = 1 << 20
+
+type leaderEntry struct {
+	group uint64
+	term  uint64
+	isr   []int32
+}
+
+type leaderInfo struct {
+	leader int32
+	term   uint64
+	isr    []int32
+}
+
+// leaderTable is what this broker knows of other brokers' leaderships.
+type leaderTable struct {
+	mu    sync.Mutex
+	byGrp map[uint64]leaderInfo
+	ch    chan struct{} // closed and replaced on every change
+}
+
+func newLeaderTable() *leaderTable {
+	return &leaderTable{byGrp: map[uint64]leaderInfo{}, ch: make(chan struct{})}
+}
+
+func (t *leaderTable) changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ch
+}
+
+func (t *leaderTable) get(group uint64) (leaderInfo, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	li, ok := t.byGrp[group]
+	return li, ok
+}
+
+// update replaces what from leads with list: a group it no longer names is forgotten
+// unless another broker claimed it since.
+func (t *leaderTable) update(from int32, list []leaderEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	named := make(map[uint64]bool, len(list))
+	for _, e := range list {
+		named[e.group] = true
+		if cur, ok := t.byGrp[e.group]; ok && cur.term > e.term {
+			continue
+		}
+		t.byGrp[e.group] = leaderInfo{leader: from, term: e.term, isr: e.isr}
+	}
+	for g, li := range t.byGrp {
+		if li.leader == from && !named[g] {
+			delete(t.byGrp, g)
+		}
+	}
+	close(t.ch)
+	t.ch = make(chan struct{})
+}
+
+// forget drops every leadership claimed by a broker that is no longer live.
+func (t *leaderTable) forget(live map[int32]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for g, li := range t.byGrp {
+		if !live[li.leader] {
+			delete(t.byGrp, g)
+		}
+	}
+}
+
+func (t *leaderTable) receive(from int32, payload []byte, lg *slog.Logger) {
+	list, err := decodeLeaders(payload)
+	if err != nil {
+		lg.Warn("dropping a malformed leadership list", "from", from, "err", err)
+		return
+	}
+	t.update(from, list)
+}
+
+var errBadLeaders = errors.New("malformed leadership list")
+
+func encodeLeaders(list []leaderEntry) []byte {
+	buf := []byte{leadersVersion}
+	buf = binary.AppendUvarint(buf, uint64(len(list)))
+	for _, e := range list {
+		buf = binary.AppendUvarint(buf, e.group)
+		buf = binary.AppendUvarint(buf, e.term)
+		buf = binary.AppendUvarint(buf, uint64(len(e.isr)))
+		for _, id := range e.isr {
+			buf = binary.AppendUvarint(buf, uint64(id))
+		}
+	}
+	return buf
+}
+
+func decodeLeaders(b []byte) ([]leaderEntry, error) {
+	if len(b) < 1 || b[0] != leadersVersion {
+		return nil, errBadLeaders
+	}
+	b = b[1:]
+	next := func() (uint64, error) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, errBadLeaders
+		}
+		b = b[n:]
+		return v, nil
+	}
+	n, err := next()
+	if err != nil || n > maxLeaderEntries || n > uint64(len(b)) {
+		return nil, errBadLeaders
+	}
+	list := make([]leaderEntry, 0, n)
+	for i := uint64(0); i < n; i++ {
+		var e leaderEntry
+		if e.group, err = next(); err != nil {
+			return nil, err
+		}
+		if e.term, err = next(); err != nil {
+			return nil, err
+		}
+		k, err := next()
+		if err != nil || k > uint64(len(b)) || k > 1<<16 {
+			return nil, errBadLeaders
+		}
+		for j := uint64(0); j < k; j++ {
+			id, err := next()
+			if err != nil || id == 0 || id > 1<<31-1 {
+				return nil, errBadLeaders
+			}
+			e.isr = append(e.isr, int32(id))
+		}
+		list = append(list, e)
+	}
+	if len(b) != 0 {
+		return nil, errBadLeaders
+	}
+	return list, nil
+}
+
+// PartitionView is what Metadata says of one partition.
+type PartitionView struct {
+	Leader      int32 // -1: none known (LEADER_NOT_AVAILABLE)
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+}
+
+func nodeIDs(ids []uint64) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// PartitionView describes partition p of t from this broker's knowledge: its own replica
+// when it leads, else the leader's list, else what its own follower replica knows.
+func (b *Broker) PartitionView(t controller.Topic, p int32) PartitionView {
+	v := PartitionView{Leader: -1, LeaderEpoch: -1}
+	if p < 0 || int(p) >= len(t.Assignment) {
+		return v
+	}
+	v.Replicas = t.Assignment[p]
+	b.mu.RLock()
+	r := b.replicas[replicaKey{t.ID, p}]
+	b.mu.RUnlock()
+	if r != nil {
+		if bd := r.p.Boundaries(); bd.IsLeader {
+			v.Leader, v.LeaderEpoch, v.ISR = b.cfg.NodeID, bd.LeaderEpoch, nodeIDs(r.p.ISR())
+			return v
+		}
+	}
+	if int(p) < len(t.Groups) {
+		if li, ok := b.leaders.get(t.Groups[p]); ok {
+			v.Leader, v.LeaderEpoch, v.ISR = li.leader, int32(min(li.term, 1<<31-1)), li.isr
+			return v
+		}
+	}
+	if r != nil {
+		if bd := r.p.Boundaries(); bd.Leader != 0 {
+			v.Leader, v.LeaderEpoch, v.ISR = int32(bd.Leader), bd.LeaderEpoch, []int32{int32(bd.Leader)}
+		}
+	}
+	return v
+}
+
+// PartitionViews describes every partition of a topic (nil if it does not exist).
+func (b *Broker) PartitionViews(topic string) []PartitionView {
+	t, ok := b.state().Topic(topic)
+	if !ok {
+		return nil
+	}
+	out := make([]PartitionView, t.Partitions())
+	for p := range out {
+		out[p] = b.PartitionView(t, int32(p))
+	}
+	return out
+}
+
+// kickRoles wakes the leadership loop (a replica's role may have changed).
+func (b *Broker) kickRoles() {
+	select {
+	case b.roleKick <- struct{}{}:
+	default:
+	}
+}
+
+// leadershipLoop publishes this broker's leaderships to its peers and moves the group
+// coordinator's shards with the leadership of __consumer_offsets' partitions.
+func (b *Broker) leadershipLoop() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	ledOffsets := map[int32]bool{}
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-tick.C:
+		case <-b.roleKick:
+		}
+		var list []leaderEntry
+		nowLed := map[int32]bool{}
+		b.mu.RLock()
+		for _, r := range b.replicas {
+			bd := r.p.Boundaries()
+			if !bd.IsLeader {
+				continue
+			}
+			list = append(list, leaderEntry{group: r.group, term: uint64(bd.LeaderEpoch), isr: nodeIDs(r.p.ISR())})
+			if r.name == group.OffsetsTopic {
+				nowLed[r.p.ID()] = true
+			}
+		}
+		b.mu.RUnlock()
+		if b.groups != nil {
+			for i := range nowLed {
+				if !ledOffsets[i] {
+					b.groups.BecomeLeader(i)
+				}
+			}
+			for i := range ledOffsets {
+				if !nowLed[i] {
+					b.groups.Resign(i)
+				}
+			}
+			ledOffsets = nowLed
+		}
+		b.leaders.update(b.cfg.NodeID, list)
+		live := map[int32]bool{}
+		payload := encodeLeaders(list)
+		for _, br := range b.state().LiveBrokers() {
+			live[br.ID] = true
+			if br.ID != b.cfg.NodeID {
+				_ = b.transport.Send(br.ID, msgLeaders, payload) // lost: the next round repeats it
+			}
+		}
+		b.leaders.forget(live)
+	}
+}
+
+// handOffLeadership moves the leadership of every group this broker leads to another
+// in-sync voter before it stops, so clients move on at once instead of after an election
+// timeout. It waits a bounded time.
+func (b *Broker) handOffLeadership() {
+	if b.svc.Load() == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b.mu.RLock()
+	var moving []*replica
+	for _, r := range b.replicas {
+		if !r.p.IsLeader() {
+			continue
+		}
+		for _, id := range r.p.ISR() {
+			if id != uint64(b.cfg.NodeID) {
+				if b.host.TransferLeadership(r.group, id) == nil {
+					moving = append(moving, r)
+				}
+				break
+			}
+		}
+	}
+	b.mu.RUnlock()
+	if st, err := b.host.Status(0); err == nil && st.Leader == uint64(b.cfg.NodeID) {
+		for _, v := range st.Voters {
+			if v != uint64(b.cfg.NodeID) {
+				_ = b.host.TransferLeadership(0, v)
+				break
+			}
+		}
+	}
+	for _, r := range moving {
+		for r.p.IsLeader() && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	if len(moving) > 0 {
+		b.lg.Info("handed leadership off before stopping", "partitions", len(moving))
+	}
+}

@@ -1,0 +1,169 @@
+package broker
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/controller"
+	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+// replicaKey names a partition by topic id, so a topic re-created under the same name is
+// another set of replicas.
+type replicaKey struct {
+	topic     controller.TopicID
+	partition int32
+}
+
+// replica is one local partition replica and what it was opened with.
+type replica struct {
+	p        *partition.Partition
+	name     string
+	group    uint64
+	replicas []int32
+	cfg      config.TopicConfig
+}
+
+// partitionDir names a partition's folder by topic name, partition and topic id, so a topic
+// re-created under the same name never opens the files of the one it replaced.
+func (b *Broker) partitionDir(name string, id controller.TopicID, p int32) string {
+	return filepath.Join(b.cfg.DataDir, "topics", fmt.Sprintf("%s-%d-%x", name, p, id[:]))
+}
+
+// reconcileLoop follows the controller state: each change opens the replicas newly
+// assigned here, closes and removes those no longer assigned, and applies config changes.
+func (b *Broker) reconcileLoop() {
+	for {
+		ch := b.svc.Load().Changed()
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-ch:
+		}
+		if err := b.reconcile(); err != nil {
+			b.lg.Error("following the cluster metadata", "err", err)
+		}
+	}
+}
+
+// raftIDs maps node ids to Raft node ids (the same numbers; Raft reserves 0).
+func raftIDs(ids []int32) []uint64 {
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		out[i] = uint64(id)
+	}
+	return out
+}
+
+// reconcile makes the local replicas match the controller state.
+func (b *Broker) reconcile() error {
+	b.reconcileMu.Lock()
+	defer b.reconcileMu.Unlock()
+	if b.closed.Load() {
+		return nil
+	}
+	st := b.state()
+	cluster := st.ClusterConfig()
+	want := map[replicaKey]bool{}
+	var firstErr error
+	for _, t := range st.Topics() {
+		cfg := config.ResolveTopic(t.Configs, cluster)
+		for p, reps := range t.Assignment {
+			if !containsID(reps, b.cfg.NodeID) {
+				continue
+			}
+			key := replicaKey{t.ID, int32(p)}
+			want[key] = true
+			b.mu.RLock()
+			r := b.replicas[key]
+			b.mu.RUnlock()
+			if r != nil {
+				if r.cfg != cfg {
+					r.p.SetConfig(cfg)
+					r.cfg = cfg
+				}
+				continue
+			}
+			if p >= len(t.Groups) {
+				continue // not yet given a group id (an older state): nothing to run
+			}
+			r, err := b.openReplica(t, int32(p), cfg)
+			if err != nil {
+				b.lg.Error("opening replica", "topic", t.Name, "partition", p, "err", err)
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			b.mu.Lock()
+			b.replicas[key] = r
+			b.mu.Unlock()
+			b.kickRoles()
+		}
+	}
+	b.mu.Lock()
+	var gone []*replica
+	for key, r := range b.replicas {
+		if !want[key] {
+			gone = append(gone, r)
+			delete(b.replicas, key)
+		}
+	}
+	b.mu.Unlock()
+	for _, r := range gone {
+		b.lg.Info("removing replica", "topic", r.name, "partition", r.p.ID())
+		if err := r.p.Delete(); err != nil {
+			b.lg.Error("removing partition data", "topic", r.name, "partition", r.p.ID(), "err", err)
+		}
+	}
+	if len(gone) > 0 {
+		b.kickRoles()
+	}
+	return firstErr
+}
+
+func (b *Broker) openReplica(t controller.Topic, p int32, cfg config.TopicConfig) (*replica, error) {
+	ls, err := raft.Open(storage.Options{FS: b.fs, Dir: b.partitionDir(t.Name, t.ID, p), SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
+	if err != nil {
+		return nil, err
+	}
+	reps := slices.Clone(t.Assignment[p])
+	part, err := partition.Open(partition.Options{Topic: t.Name, Partition: p, Storage: ls, Host: b.host,
+		Group: t.Groups[p], Self: uint64(b.cfg.NodeID), Replicas: raftIDs(reps), Config: cfg, Logger: b.lg,
+		OnRoleChange: b.kickRoles})
+	if err != nil {
+		ls.Close()
+		return nil, err
+	}
+	return &replica{p: part, name: t.Name, group: t.Groups[p], replicas: reps, cfg: cfg}, nil
+}
+
+// removeOrphans deletes partition folders that no local replica owns: what a crash left
+// behind between a topic's deletion and the removal of its files.
+func (b *Broker) removeOrphans() error {
+	dir := filepath.Join(b.cfg.DataDir, "topics")
+	names, err := b.fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	owned := map[string]bool{}
+	b.mu.RLock()
+	for key, r := range b.replicas {
+		owned[filepath.Base(b.partitionDir(r.name, key.topic, key.partition))] = true
+	}
+	b.mu.RUnlock()
+	for _, n := range names {
+		if owned[n] {
+			continue
+		}
+		b.lg.Warn("removing partition data no replica owns", "folder", n)
+		if err := b.fs.RemoveAll(filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
