@@ -33,10 +33,11 @@ var startFlags = []struct{ flag, property, usage string }{
 	{"data-dir", config.NodeDataDir, "folder for the broker's data"},
 	{"kafka-addr", config.NodeKafkaAddr, "address the Kafka listener binds"},
 	{"advertised-kafka-addr", config.NodeAdvertisedKafkaAddr, "address clients are told to connect to (default: --kafka-addr)"},
-	{"rpc-addr", config.NodeRPCAddr, "inter-broker RPC address (used once replication lands)"},
+	{"rpc-addr", config.NodeRPCAddr, "inter-broker RPC address (Raft and produce forwarding)"},
 	{"admin-addr", config.NodeAdminAddr, "admin HTTP address: readiness, metrics, pprof"},
 	{"rack", config.NodeRack, "rack this broker runs in"},
-	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers (used once replication lands)"},
+	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers, or of a running cluster to join"},
+	{"produce-forwarding", config.NodeProduceForwarding, "forward produce requests for partitions this broker does not lead to the leader (true or false)"},
 }
 
 func newStartCmd() *cobra.Command {
@@ -135,6 +136,7 @@ func runBroker(node config.NodeConfig, logLevel string) error {
 	b, err := broker.New(broker.Config{
 		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
 		RPCAddr: node.RPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
+		DisableForwarding: !node.ProduceForwarding,
 	})
 	if err != nil {
 		return err

@@ -603,6 +603,7 @@ func (b *Broker) NodeConfigValues() map[string]string {
 		"rpc.addr":              c.RPCAddr,
 		"admin.addr":            c.AdminAddr,
 		"rack":                  c.Rack,
+		"produce.forwarding":    strconv.FormatBool(!c.DisableForwarding),
 	}
 	if len(c.Seeds) > 0 {
 		v["seeds"] = strings.Join(c.Seeds, ",")

@@ -61,6 +61,7 @@ const (
 	NodeID                  = "node.id"
 	NodeRack                = "rack"
 	NodeRPCAddr             = "rpc.addr"
+	NodeProduceForwarding   = "produce.forwarding"
 	NodeSeeds               = "seeds"
 )
 

@@ -219,6 +219,9 @@ func build() *registry {
 	node(NodeRack, "--rack", rackSpec(), "", "",
 		"Rack (failure domain) this node is in; empty declares none.",
 		"controller: rack-aware replica placement")
+	node(NodeProduceForwarding, "--produce-forwarding", boolSpec(), "true", "",
+		"Forward a produce request for a partition this node does not lead to its leader (every acks value); when false such requests get NOT_LEADER_OR_FOLLOWER and clients go to the leader themselves.",
+		"broker: produce routing")
 	node(NodeSeeds, "--seeds", seedsSpec(), "", "",
 		"RPC addresses (host:port) of other nodes to contact when joining the cluster.",
 		"broker: cluster join")

@@ -168,6 +168,7 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		AdminAddr:           get(NodeAdminAddr),
 		Rack:                get(NodeRack),
 		Seeds:               seeds,
+		ProduceForwarding:   get(NodeProduceForwarding) == "true",
 	}, nil
 }
 

@@ -129,7 +129,7 @@ func TestResolveNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := NodeConfig{NodeID: 1, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
+	want := NodeConfig{NodeID: 1, ProduceForwarding: true, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
 		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdminAddr: ":9644"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)

@@ -189,4 +189,5 @@ type NodeConfig struct {
 	AdminAddr           string
 	Rack                string // "" when the node declares no rack
 	Seeds               []string
+	ProduceForwarding   bool
 }

@@ -100,6 +100,9 @@ var validationCases = map[string][]vcase{
 		bad("0", "out of range"), ok("1", "1"), ok("7", "7"), ok("2147483647", "2147483647"),
 		bad("-1", "out of range"), bad("2147483648", "out of range"), bad("one", "not a whole number"),
 	},
+	"produce.forwarding": {
+		ok("true", "true"), ok("false", "false"), bad("maybe", "not a boolean"),
+	},
 	"data.dir": {
 		ok("./cairn-data", "./cairn-data"), ok("/var/lib/cairn data", "/var/lib/cairn data"),
 		bad("", "empty"), bad("a\x00b", "control characters"),

@@ -83,6 +83,9 @@ type BrokerOpts struct {
 	LogLevel string   // default "info"
 	Args     []string // extra `cairn start` flags
 	Env      []string // extra environment, KEY=VALUE
+	// Addrs, when set, are the Kafka, admin and RPC addresses to use (a cluster's members
+	// must know each other's RPC addresses before any starts).
+	Addrs *[3]string
 }
 
 // Broker is one cairn process (and its successors after Restart) with a fixed data
@@ -121,6 +124,30 @@ func (p *process) exited() bool {
 // until it reports ready, and registers a cleanup that stops it (SIGTERM, expecting exit 0).
 func startBroker(t testing.TB, opts BrokerOpts) *Broker {
 	t.Helper()
+	b := newBroker(t, opts)
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		b.KafkaAddr, b.AdminAddr, b.RPCAddr = freeAddr(t), freeAddr(t), freeAddr(t)
+		if b.opts.Addrs != nil {
+			b.KafkaAddr, b.AdminAddr, b.RPCAddr = b.opts.Addrs[0], b.opts.Addrs[1], b.opts.Addrs[2]
+		}
+		lastErr = b.launch()
+		if lastErr == nil {
+			t.Cleanup(b.cleanupStop)
+			return b
+		}
+		// Another process may have taken a port between our probe and the broker's bind.
+		if !strings.Contains(tailFile(b.logPath, 20), "address already in use") {
+			break
+		}
+	}
+	t.Fatalf("starting broker: %v\nlog tail:\n%s", lastErr, tailFile(b.logPath, 60))
+	return nil
+}
+
+// newBroker prepares a broker (log file, data directory) without starting it.
+func newBroker(t testing.TB, opts BrokerOpts) *Broker {
+	t.Helper()
 	if opts.LogLevel == "" {
 		opts.LogLevel = "info"
 	}
@@ -144,21 +171,7 @@ func startBroker(t testing.TB, opts BrokerOpts) *Broker {
 		}
 		os.RemoveAll(logDir)
 	})
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		b.KafkaAddr, b.AdminAddr, b.RPCAddr = freeAddr(t), freeAddr(t), freeAddr(t)
-		lastErr = b.launch()
-		if lastErr == nil {
-			t.Cleanup(b.cleanupStop)
-			return b
-		}
-		// Another process may have taken a port between our probe and the broker's bind.
-		if !strings.Contains(tailFile(b.logPath, 20), "address already in use") {
-			break
-		}
-	}
-	t.Fatalf("starting broker: %v\nlog tail:\n%s", lastErr, tailFile(b.logPath, 60))
-	return nil
+	return b
 }
 
 // freeAddr returns a loopback address whose port was free a moment ago.

@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/kafkatest"
+)
+
+// Multi-process tests: real cairn processes forming a cluster on loopback.
+
+// startCluster starts n founding brokers (ids 1..n, one rack each) with the same seeds,
+// all at once: a founder is ready only once every seed answers.
+func startCluster(t *testing.T, n int, args ...string) []*Broker {
+	t.Helper()
+	addrs := make([][3]string, n)
+	var seeds []string
+	for i := range addrs {
+		addrs[i] = [3]string{freeAddr(t), freeAddr(t), freeAddr(t)}
+		seeds = append(seeds, addrs[i][2])
+	}
+	bs := make([]*Broker, n)
+	for i := range bs {
+		bs[i] = newBroker(t, BrokerOpts{NodeID: i + 1, Addrs: &addrs[i],
+			Args: append([]string{"--seeds", strings.Join(seeds, ","), "--rack", fmt.Sprintf("rack-%d", i+1)}, args...)})
+		bs[i].KafkaAddr, bs[i].AdminAddr, bs[i].RPCAddr = addrs[i][0], addrs[i][1], addrs[i][2]
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, b := range bs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.launch()
+		}()
+	}
+	wg.Wait()
+	for i, b := range bs {
+		if errs[i] != nil {
+			t.Fatalf("starting broker %d: %v\nlog tail:\n%s", i+1, errs[i], tailFile(b.logPath, 60))
+		}
+		t.Cleanup(b.cleanupStop)
+	}
+	return bs
+}
+
+// clusterClient is a franz-go client seeded with every broker of the cluster.
+func clusterClient(t testing.TB, bs []*Broker, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	var seeds []string
+	for _, b := range bs {
+		seeds = append(seeds, b.KafkaAddr)
+	}
+	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MetadataMinAge(100 * time.Millisecond), kgo.RetryTimeout(60 * time.Second), kgo.ClientID("cairn-e2e")}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func createReplicatedTopic(t testing.TB, adm *kadm.Client, name string, partitions int32, rf int16) {
+	t.Helper()
+	resp, err := adm.CreateTopic(ctxFor(t, 30*time.Second), partitions, rf, nil, name)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("CreateTopics %s (rf %d): %v %v", name, rf, err, resp.Err)
+	}
+}
+
+// partitionStatus reads a broker's admin view of one partition (ok=false: no replica there).
+type partitionStatus struct {
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	IsLeader    bool    `json:"is_leader"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	LogEnd      int64   `json:"log_end_offset"`
+	Committed   int64   `json:"committed_offset"`
+	LastVisible int64   `json:"last_visible_offset"`
+}
+
+func adminPartition(b *Broker, topic string, p int32) (partitionStatus, bool) {
+	var st partitionStatus
+	resp, err := http.Get(fmt.Sprintf("http://%s/v1/partitions/%s/%d", b.AdminAddr, topic, p))
+	if err != nil {
+		return st, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, false
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st) == nil
+}
+
+// leaderOf waits until some broker reports leading the partition and returns its index.
+func leaderOf(t testing.TB, bs []*Broker, topic string, p int32) int {
+	t.Helper()
+	idx := -1
+	waitFor(t, 30*time.Second, func() bool {
+		for i, b := range bs {
+			if st, ok := adminPartition(b, topic, p); ok && st.IsLeader {
+				idx = i
+				return true
+			}
+		}
+		return false
+	})
+	return idx
+}
+
+// TestClusterMetadataAndReplication: three founders form one cluster; every broker lists
+// every broker and each partition's replicas and ISR (kcat -L); records produced through
+// one broker are read through another; every replica ends with the same log.
+func TestClusterMetadataAndReplication(t *testing.T) {
+	t.Parallel()
+	kcat := requireKcat(t)
+	bs := startCluster(t, 3)
+	createReplicatedTopic(t, bs[0].Admin(t), "repl", 3, 3)
+
+	for _, b := range bs {
+		waitFor(t, 30*time.Second, func() bool {
+			r := run(t, 30*time.Second, "", kcat, "-L", "-b", b.KafkaAddr, "-t", "repl")
+			if r.Err != nil || !strings.Contains(r.Stdout, "3 brokers:") {
+				return false
+			}
+			for _, o := range bs {
+				if !strings.Contains(r.Stdout, fmt.Sprintf("broker %d at %s", o.opts.NodeID, o.KafkaAddr)) {
+					return false
+				}
+			}
+			// Every partition: three replicas, all in sync.
+			n := 0
+			for _, line := range strings.Split(r.Stdout, "\n") {
+				if !strings.Contains(line, "partition ") || !strings.Contains(line, "replicas: ") {
+					continue
+				}
+				reps := line[strings.Index(line, "replicas: ")+len("replicas: "):]
+				reps, isrs, _ := strings.Cut(reps, ", isrs: ")
+				if len(strings.Split(reps, ",")) == 3 && len(strings.Split(strings.TrimSpace(isrs), ",")) == 3 {
+					n++
+				}
+			}
+			return n == 3
+		})
+	}
+
+	prod := clusterClient(t, bs[1:2], kgo.DefaultProduceTopic("repl"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	acked := produceSync(t, prod, "repl", "r", 300)
+	got := consumeAll(t, bs[2], "repl", 3, 300)
+	checkAckedReadable(t, acked, got)
+
+	// Followers catch up: every replica's log end equals the leader's.
+	for p := int32(0); p < 3; p++ {
+		waitFor(t, 30*time.Second, func() bool {
+			var ends []int64
+			for _, b := range bs {
+				st, ok := adminPartition(b, "repl", p)
+				if !ok {
+					return false
+				}
+				ends = append(ends, st.LogEnd)
+			}
+			return ends[0] == ends[1] && ends[1] == ends[2] && ends[0] > 0
+		})
+	}
+}
+
+// TestClusterLeaderKill9UnderLoad: 3 brokers, RF=3, an idempotent producer at acks=-1;
+// the partition's leader is killed with kill -9. Every acknowledged record is read back at
+// its acknowledged offset with no duplicates, and the killed broker, restarted, catches up.
+func TestClusterLeaderKill9UnderLoad(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	const topic = "failover"
+	createReplicatedTopic(t, bs[0].Admin(t), topic, 1, 3)
+
+	prod := clusterClient(t, bs, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(60*time.Second), kgo.MaxBufferedRecords(100))
+	var log ackLog
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			prod.Produce(context.Background(), &kgo.Record{Value: []byte(fmt.Sprintf("v-%07d", i))}, log.callback)
+		}
+	}()
+	stopLoop := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(func() { prod.Close(); stopLoop() })
+
+	waitFor(t, 60*time.Second, func() bool { return log.count() >= 500 })
+	victim := leaderOf(t, bs, topic, 0)
+	before := log.count()
+	killedAt := time.Now()
+	bs[victim].Kill9()
+	waitFor(t, 60*time.Second, func() bool { return log.count() > before+50 })
+	t.Logf("leader (broker %d) killed with %d records acknowledged; acknowledgements resumed within %v",
+		victim+1, before, time.Since(killedAt).Round(time.Millisecond))
+	target := log.count() + 500
+	waitFor(t, 60*time.Second, func() bool { return log.count() >= target })
+	bs[victim].Restart()
+	target = log.count() + 300
+	waitFor(t, 60*time.Second, func() bool { return log.count() >= target })
+	stopLoop()
+	if err := prod.Flush(ctxFor(t, 60*time.Second)); err != nil {
+		t.Fatalf("producer flush: %v", err)
+	}
+	acked, failed := log.snapshot()
+	t.Logf("%d acknowledged, %d failed", len(acked), len(failed))
+	if len(failed) > 0 {
+		t.Errorf("%d records failed; the first: %v", len(failed), failed[0])
+	}
+
+	var end int64
+	for _, a := range acked {
+		end = max(end, a.Offset+1)
+	}
+	got := consumeAll(t, bs[(victim+1)%3], topic, 1, int(end))
+	checkAckedReadable(t, acked, got)
+	seen := map[string]int64{}
+	for _, r := range got {
+		if prev, dup := seen[string(r.Value)]; dup {
+			t.Errorf("%q stored twice, at offsets %d and %d (idempotent producer)", r.Value, prev, r.Offset)
+		}
+		seen[string(r.Value)] = r.Offset
+	}
+	// The restarted broker catches up with the leader.
+	waitFor(t, 60*time.Second, func() bool {
+		st, ok := adminPartition(bs[victim], topic, 0)
+		if !ok {
+			return false
+		}
+		lead, lok := adminPartition(bs[leaderOf(t, bs, topic, 0)], topic, 0)
+		return lok && st.LogEnd == lead.LogEnd && st.LogEnd >= end
+	})
+}
+
+// TestClusterProduceForwarded: a produce sent to a broker that does not lead the partition
+// (a follower, and a broker with no replica) is forwarded to the leader for every acks
+// value, and every record is stored.
+func TestClusterProduceForwarded(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	const topic = "fwd"
+	createReplicatedTopic(t, bs[0].Admin(t), topic, 1, 2)
+	leader := leaderOf(t, bs, topic, 0)
+
+	cl := clusterClient(t, bs)
+	n := 0
+	for i, b := range bs {
+		if i == leader {
+			continue
+		}
+		_, hasReplica := adminPartition(b, topic, 0)
+		for _, acks := range []int16{-1, 1, 0} {
+			n++
+			batch := kafkatest.Batch{Values: [][]byte{[]byte(fmt.Sprintf("fwd-%d", n))}, Timestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}.Bytes()
+			req := kmsg.NewPtrProduceRequest()
+			req.Acks, req.TimeoutMillis = acks, 10000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = batch
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := cl.Broker(int(b.opts.NodeID)).Request(ctxFor(t, 20*time.Second), req)
+			if err != nil {
+				t.Fatalf("produce acks=%d to broker %d: %v", acks, b.opts.NodeID, err)
+			}
+			if acks == 0 {
+				continue // no response by design
+			}
+			pr := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			if pr.ErrorCode != 0 {
+				t.Fatalf("produce acks=%d to broker %d (replica here: %v): %v", acks, b.opts.NodeID, hasReplica, kerr.ErrorForCode(pr.ErrorCode))
+			}
+		}
+	}
+	got := consumeAll(t, bs[leader], topic, 1, n)
+	values := map[string]bool{}
+	for _, r := range got {
+		values[string(r.Value)] = true
+	}
+	for i := 1; i <= n; i++ {
+		if !values[fmt.Sprintf("fwd-%d", i)] {
+			t.Errorf("forwarded record fwd-%d was not stored", i)
+		}
+	}
+}
+
+// TestClusterFourthBrokerJoins: a broker started with --seeds pointing at a running
+// cluster joins it, sees the existing topics, and takes replicas of new ones.
+func TestClusterFourthBrokerJoins(t *testing.T) {
+	t.Parallel()
+	kcat := requireKcat(t)
+	bs := startCluster(t, 3)
+	createReplicatedTopic(t, bs[0].Admin(t), "before", 2, 3)
+	acked := produceSync(t, clusterClient(t, bs, kgo.DefaultProduceTopic("before")), "before", "b", 50)
+
+	var seeds []string
+	for _, b := range bs {
+		seeds = append(seeds, b.RPCAddr)
+	}
+	b4 := startBroker(t, BrokerOpts{NodeID: 4, Args: []string{"--seeds", strings.Join(seeds, ","), "--rack", "rack-4"}})
+	all := append(bs, b4)
+	waitFor(t, 30*time.Second, func() bool {
+		r := run(t, 30*time.Second, "", kcat, "-L", "-b", b4.KafkaAddr)
+		return r.Err == nil && strings.Contains(r.Stdout, "4 brokers:") && strings.Contains(r.Stdout, fmt.Sprintf("broker 4 at %s", b4.KafkaAddr)) &&
+			strings.Contains(r.Stdout, `topic "before" with 2 partitions`) && !strings.Contains(r.Stdout, "leader -1")
+	})
+	// The existing data is readable through the new broker.
+	checkAckedReadable(t, acked, consumeAll(t, b4, "before", 2, 50))
+
+	// New topics are placed over all four brokers.
+	createReplicatedTopic(t, b4.Admin(t), "after", 8, 3)
+	md, err := b4.Admin(t).Metadata(ctxFor(t, 10*time.Second), "after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holds4 := false
+	for _, p := range md.Topics["after"].Partitions {
+		if len(p.Replicas) != 3 {
+			t.Errorf("partition %d has replicas %v, want 3", p.Partition, p.Replicas)
+		}
+		for _, r := range p.Replicas {
+			holds4 = holds4 || r == 4
+		}
+	}
+	if !holds4 {
+		t.Errorf("no partition of a topic created after the join has a replica on broker 4: %+v", md.Topics["after"].Partitions)
+	}
+	acked = produceSync(t, clusterClient(t, all, kgo.DefaultProduceTopic("after")), "after", "a", 200)
+	checkAckedReadable(t, acked, consumeAll(t, b4, "after", 8, 200))
+}
