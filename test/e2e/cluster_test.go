@@ -350,3 +350,80 @@ func TestClusterFourthBrokerJoins(t *testing.T) {
 	acked = produceSync(t, clusterClient(t, all, kgo.DefaultProduceTopic("after")), "after", "a", 200)
 	checkAckedReadable(t, acked, consumeAll(t, b4, "after", 8, 200))
 }
+
+// TestClusterRollingRestart: every broker in turn is stopped with SIGTERM (it hands its
+// leaderships off first) and started again, under an idempotent acks=-1 producer with
+// retries. The producer sees no error, and every acknowledged record is read back.
+func TestClusterRollingRestart(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	const topic, parts = "rolling", 3
+	createReplicatedTopic(t, bs[0].Admin(t), topic, parts, 3)
+
+	prod := clusterClient(t, bs, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(60*time.Second), kgo.MaxBufferedRecords(100))
+	var log ackLog
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			prod.Produce(context.Background(), &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i%17)), Value: []byte(fmt.Sprintf("v-%07d", i))}, log.callback)
+		}
+	}()
+	stopLoop := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(func() { prod.Close(); stopLoop() })
+
+	// inSync: every partition's leader reports all three replicas in sync.
+	inSync := func() bool {
+		for p := int32(0); p < parts; p++ {
+			ok := false
+			for _, b := range bs {
+				if st, found := adminPartition(b, topic, p); found && st.IsLeader && len(st.ISR) == 3 {
+					ok = true
+				}
+			}
+			if !ok {
+				return false
+			}
+		}
+		return true
+	}
+	for _, b := range bs {
+		target := log.count() + 300
+		waitFor(t, 60*time.Second, func() bool { return log.count() >= target })
+		b.Restart()
+		waitFor(t, 60*time.Second, inSync)
+	}
+	target := log.count() + 300
+	waitFor(t, 60*time.Second, func() bool { return log.count() >= target })
+	stopLoop()
+	if err := prod.Flush(ctxFor(t, 60*time.Second)); err != nil {
+		t.Fatalf("producer flush: %v", err)
+	}
+	acked, failed := log.snapshot()
+	t.Logf("%d acknowledged, %d failed across the rolling restart", len(acked), len(failed))
+	if len(failed) > 0 {
+		t.Errorf("%d records failed during a rolling restart; the first: %v", len(failed), failed[0])
+	}
+	checkAckOrder(t, acked, len(failed) == 0)
+	ends := endOffsets(t, bs[0].Admin(t), topic)
+	var total int64
+	for _, e := range ends {
+		total += e
+	}
+	checkAckedReadable(t, acked, consumeAll(t, bs[1], topic, parts, int(total)))
+	handedOff := false
+	for _, b := range bs {
+		handedOff = handedOff || b.LogContains("handed leadership off before stopping")
+	}
+	if !handedOff {
+		t.Error("no broker logged handing its leaderships off on SIGTERM")
+	}
+}
