@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,8 +83,10 @@ type Partition struct {
 	producers map[int64]*producerState
 	// prodTerm is the term the producer table was rebuilt for: a replica that becomes
 	// leader rebuilds it from its log, which holds every batch the old leader may have
-	// acknowledged.
+	// acknowledged. 0 forces a rebuild (a proposal failed).
 	prodTerm uint64
+	// unsettled are the proposals made since the last rebuild (pruned then).
+	unsettled []*raft.Proposal
 
 	mu       sync.Mutex
 	bounds   Boundaries
@@ -92,9 +95,13 @@ type Partition struct {
 	// caughtUp is when each voter last held the leader's whole log (flushed, or written
 	// under write caching), for the ISR (DESIGN.md §3); reset when leadership changes.
 	caughtUp map[uint64]time.Time
-	changed  chan struct{} // closed and replaced whenever a boundary moves
-	watchers map[chan struct{}]struct{}
-	closed   bool
+	// The replicate window: bytes reserved by producers (proposed or about to be) and the
+	// appended entries holding them until they commit.
+	inflightBytes int64
+	inflight      []inflightEntry
+	changed       chan struct{} // closed and replaced whenever a boundary moves
+	watchers      map[chan struct{}]struct{}
+	closed        bool
 
 	onRole func()
 	kick   chan struct{} // the Raft group moved: refresh the boundaries
@@ -217,6 +224,7 @@ func (p *Partition) refresh() {
 	if p.onRole != nil && (p.bounds.IsLeader != b.IsLeader || p.bounds.Leader != b.Leader || p.bounds.LeaderEpoch != b.LeaderEpoch) {
 		defer p.onRole()
 	}
+	p.releaseCommittedLocked(st.Committed, b.IsLeader && p.bounds.IsLeader && p.bounds.LeaderEpoch == b.LeaderEpoch)
 	p.voters = append(append(p.voters[:0], st.Voters...), st.VotersOutgoing...)
 	p.progress = st.Progress
 	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
@@ -455,14 +463,28 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		return failed(verr.Err, verr.Msg), nil
 	}
 
+	size := int64(len(batch))
+	if !p.reserveWindow(size) {
+		return failed(kerr.RequestTimedOut, "the partition's in-flight window stayed full: replication is not keeping up; retry"), nil
+	}
+	reserved := true
+	unreserve := func() {
+		if reserved {
+			reserved = false
+			p.releaseWindow(size)
+		}
+	}
+
 	p.appendMu.Lock()
 	b := p.Boundaries()
 	if p.isClosed() {
 		p.appendMu.Unlock()
+		unreserve()
 		return failed(kerr.NotLeaderForPartition, "partition is closing"), nil
 	}
 	if !b.IsLeader {
 		p.appendMu.Unlock()
+		unreserve()
 		return failed(kerr.NotLeaderForPartition, "this broker does not lead the partition"), nil
 	}
 	if acks == -1 {
@@ -471,40 +493,66 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		p.mu.Unlock()
 		if isr < need {
 			p.appendMu.Unlock()
+			unreserve()
 			return failed(kerr.NotEnoughReplicas, fmt.Sprintf("the partition has %d in-sync replicas; min.insync.replicas needs %d", isr, need)), nil
 		}
 	}
 	if p.prodTerm != uint64(b.LeaderEpoch) {
-		if err := p.rebuildProducers(); err != nil {
+		if err := p.rebuildProducersLocked(); err != nil {
 			p.appendMu.Unlock()
+			unreserve()
 			p.lg.Error("rebuilding producer state", "err", err)
 			return failed(kerr.KafkaStorageError, err.Error()), nil
 		}
 		p.prodTerm = uint64(b.LeaderEpoch)
 	}
-	base, records32, dup, verr := p.checkSequence(h)
+	dupOf, dup, verr := p.checkSequence(h)
 	if verr != nil {
 		p.appendMu.Unlock()
+		unreserve()
 		return failed(verr.Err, verr.Msg), nil
 	}
 	var prop *raft.Proposal
 	if !dup {
 		// Raft keeps the entry in memory until it is stable and sends it to followers from
 		// there, while the request buffer goes back to the connection: propose a copy.
+		// Proposals are queued in request order under appendMu, but their appends are
+		// awaited outside it, so concurrent requests ride one Raft append and one fsync.
 		prop, err = p.host.ProposeAsync(p.group, bytes.Clone(batch))
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), appendTimeout)
-			err = prop.Wait(ctx, raft.StageAppended)
-			cancel()
-		}
 		if err != nil {
 			p.appendMu.Unlock()
+			unreserve()
+			return p.proposalFailed(err), nil
+		}
+		p.recordSequence(h, 0, prop)
+		if len(p.unsettled) >= 1024 {
+			p.unsettled = slices.DeleteFunc(p.unsettled, (*raft.Proposal).Settled)
+		}
+		p.unsettled = append(p.unsettled, prop)
+	}
+	p.appendMu.Unlock()
+
+	var base int64
+	var records32 int32
+	if dup {
+		unreserve()
+		base, records32 = dupOf.baseOffset, dupOf.records
+		if dupOf.prop != nil { // the original is still on its way into the log
+			prop = dupOf.prop
+			if err := p.waitAppended(prop); err != nil {
+				return p.proposalFailed(err), nil
+			}
+			base, prop = prop.BaseOffset(), nil
+		}
+	} else {
+		if err := p.waitAppended(prop); err != nil {
+			unreserve()
 			return p.proposalFailed(err), nil
 		}
 		base, records32 = prop.BaseOffset(), h.Records()
-		p.recordSequence(h, base)
+		p.trackInflight(prop.Index(), size)
+		reserved = false // released when the entry commits (refresh) or leadership ends
 	}
-	p.appendMu.Unlock()
 
 	res := ProduceResult{BaseOffset: base, LogStartOffset: b.LogStart}
 	if acks != -1 {
@@ -533,6 +581,110 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		}
 		res.LogStartOffset = p.Boundaries().LogStart
 		return res
+	}
+}
+
+// waitAppended waits (bounded) until the leader appended prop. If it failed, the producer
+// table may name a batch the log does not hold: it is rebuilt from the log before the next
+// produce.
+func (p *Partition) waitAppended(prop *raft.Proposal) error {
+	ctx, cancel := context.WithTimeout(context.Background(), appendTimeout)
+	defer cancel()
+	err := prop.Wait(ctx, raft.StageAppended)
+	if err != nil {
+		p.appendMu.Lock()
+		p.prodTerm = 0
+		p.appendMu.Unlock()
+	}
+	return err
+}
+
+// rebuildProducersLocked rebuilds the producer table from the log once every proposal in
+// flight has been appended or has failed (under appendMu).
+func (p *Partition) rebuildProducersLocked() error {
+	for _, prop := range p.unsettled {
+		ctx, cancel := context.WithTimeout(context.Background(), appendTimeout)
+		_ = prop.Wait(ctx, raft.StageAppended)
+		cancel()
+	}
+	p.unsettled = p.unsettled[:0]
+	clear(p.producers)
+	return p.rebuildProducers()
+}
+
+// maxInflightBytes is the partition's replicate window: the bytes of batches proposed but
+// not yet committed. A producer beyond it waits (backpressure) instead of growing Raft's
+// in-memory log without bound.
+const maxInflightBytes = 64 << 20
+
+// reserveWindow takes size bytes of the window, waiting (bounded) for commits to free
+// room. A batch larger than the whole window gets it alone.
+func (p *Partition) reserveWindow(size int64) bool {
+	deadline := time.Now().Add(appendTimeout)
+	for {
+		p.mu.Lock()
+		if p.inflightBytes == 0 || p.inflightBytes+size <= maxInflightBytes {
+			p.inflightBytes += size
+			p.mu.Unlock()
+			return true
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return false
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return false
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (p *Partition) releaseWindow(size int64) {
+	p.mu.Lock()
+	p.inflightBytes -= size
+	p.advanceLocked(func(*Boundaries) {}) // wake producers waiting for room
+	p.mu.Unlock()
+}
+
+// trackInflight remembers an appended entry's size until it commits.
+func (p *Partition) trackInflight(index uint64, size int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.bounds.IsLeader {
+		p.inflightBytes -= size // leadership already ended: nothing will release it
+		return
+	}
+	p.inflight = append(p.inflight, inflightEntry{index, size})
+	// Appends finish in index order but are recorded by concurrent producers: keep the
+	// list sorted (an insertion from the back).
+	for i := len(p.inflight) - 1; i > 0 && p.inflight[i-1].index > p.inflight[i].index; i-- {
+		p.inflight[i-1], p.inflight[i] = p.inflight[i], p.inflight[i-1]
+	}
+}
+
+type inflightEntry struct {
+	index uint64
+	size  int64
+}
+
+// releaseCommittedLocked frees the window of entries at or below committed, or of all of
+// them when this replica no longer leads.
+func (p *Partition) releaseCommittedLocked(committed uint64, leader bool) {
+	n := 0
+	for n < len(p.inflight) && (!leader || p.inflight[n].index <= committed) {
+		p.inflightBytes -= p.inflight[n].size
+		n++
+	}
+	if n > 0 {
+		p.inflight = append(p.inflight[:0], p.inflight[n:]...)
 	}
 }
 

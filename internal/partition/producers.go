@@ -2,6 +2,8 @@ package partition
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/raft"
 )
 
 // producerWindow is how many recent batches per producer are remembered for dedupe: Kafka
@@ -12,6 +14,22 @@ type seqBatch struct {
 	firstSeq, lastSeq int32
 	baseOffset        int64
 	records           int32
+	// prop is the batch's proposal while its append is not yet known to have happened
+	// (baseOffset is then unknown); settle fills baseOffset in once it has.
+	prop *raft.Proposal
+}
+
+// settle records the base offset of an appended pending batch; it reports whether the
+// batch's offset is known.
+func (b *seqBatch) settle() bool {
+	if b.prop == nil {
+		return true
+	}
+	if !b.prop.Appended() {
+		return false
+	}
+	b.baseOffset, b.prop = b.prop.BaseOffset(), nil
+	return true
 }
 
 type producerState struct {
@@ -20,29 +38,32 @@ type producerState struct {
 }
 
 // checkSequence applies Kafka's idempotent-producer rules to a batch, under appendMu. A
-// retried batch is reported as a duplicate with its original offset; a gap is refused.
-func (p *Partition) checkSequence(h BatchHeader) (base int64, records int32, dup bool, err *ValidationError) {
+// retried batch is reported as a duplicate with a copy of the original's entry (whose
+// proposal may still be pending); a gap is refused.
+func (p *Partition) checkSequence(h BatchHeader) (dupOf seqBatch, dup bool, err *ValidationError) {
 	if h.ProducerID < 0 {
-		return 0, 0, false, nil
+		return seqBatch{}, false, nil
 	}
 	st := p.producers[h.ProducerID]
 	switch {
 	case st == nil:
 		if h.BaseSequence != 0 {
-			return 0, 0, false, &ValidationError{kerr.UnknownProducerID, "no state for this producer id; its batches may have been removed by retention"}
+			return seqBatch{}, false, &ValidationError{kerr.UnknownProducerID, "no state for this producer id; its batches may have been removed by retention"}
 		}
-		return 0, 0, false, nil
+		return seqBatch{}, false, nil
 	case h.ProducerEpoch < st.epoch:
-		return 0, 0, false, &ValidationError{kerr.InvalidProducerEpoch, "producer epoch is older than the current one"}
+		return seqBatch{}, false, &ValidationError{kerr.InvalidProducerEpoch, "producer epoch is older than the current one"}
 	case h.ProducerEpoch > st.epoch:
 		if h.BaseSequence != 0 {
-			return 0, 0, false, &ValidationError{kerr.OutOfOrderSequenceNumber, "a new producer epoch must start at sequence 0"}
+			return seqBatch{}, false, &ValidationError{kerr.OutOfOrderSequenceNumber, "a new producer epoch must start at sequence 0"}
 		}
-		return 0, 0, false, nil
+		return seqBatch{}, false, nil
 	}
-	for _, b := range st.batches {
+	for i := range st.batches {
+		b := &st.batches[i]
+		b.settle()
 		if b.firstSeq == h.BaseSequence && b.lastSeq == h.LastSequence() {
-			return b.baseOffset, b.records, true, nil
+			return *b, true, nil
 		}
 	}
 	if len(st.batches) > 0 {
@@ -52,14 +73,15 @@ func (p *Partition) checkSequence(h BatchHeader) (base int64, records int32, dup
 			next = 0
 		}
 		if h.BaseSequence != next {
-			return 0, 0, false, &ValidationError{kerr.OutOfOrderSequenceNumber, "sequence gap: the batch does not follow the producer's last sequence"}
+			return seqBatch{}, false, &ValidationError{kerr.OutOfOrderSequenceNumber, "sequence gap: the batch does not follow the producer's last sequence"}
 		}
 	}
-	return 0, 0, false, nil
+	return seqBatch{}, false, nil
 }
 
-// recordSequence remembers an appended batch for dedupe, under appendMu.
-func (p *Partition) recordSequence(h BatchHeader, base int64) {
+// recordSequence remembers a batch for dedupe, under appendMu: appended at base, or still
+// pending as prop.
+func (p *Partition) recordSequence(h BatchHeader, base int64, prop *raft.Proposal) {
 	if h.ProducerID < 0 {
 		return
 	}
@@ -72,7 +94,7 @@ func (p *Partition) recordSequence(h BatchHeader, base int64) {
 		copy(st.batches, st.batches[1:])
 		st.batches = st.batches[:producerWindow-1]
 	}
-	st.batches = append(st.batches, seqBatch{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(), baseOffset: base, records: h.Records()})
+	st.batches = append(st.batches, seqBatch{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(), baseOffset: base, records: h.Records(), prop: prop})
 }
 
 // rebuildProducers replays the log so that a restarted broker dedupes retries of batches it
@@ -83,7 +105,7 @@ func (p *Partition) rebuildProducers() error {
 		if !ok || h.Attributes&attrControl != 0 {
 			return nil
 		}
-		p.recordSequence(h, base)
+		p.recordSequence(h, base, nil)
 		return nil
 	})
 }
@@ -93,7 +115,11 @@ func (p *Partition) rebuildProducers() error {
 // clients answer by resetting their sequence.
 func (p *Partition) pruneProducers(start int64) {
 	for id, st := range p.producers {
-		if n := len(st.batches); n == 0 || st.batches[n-1].baseOffset+int64(st.batches[n-1].records) <= start {
+		n := len(st.batches)
+		if n > 0 && !st.batches[n-1].settle() {
+			continue // its newest batch is being appended now
+		}
+		if n == 0 || st.batches[n-1].baseOffset+int64(st.batches[n-1].records) <= start {
 			delete(p.producers, id)
 		}
 	}

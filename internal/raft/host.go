@@ -601,6 +601,27 @@ func newProposal(data []byte) *Proposal {
 func (p *Proposal) Index() uint64 { return p.index.Load() }
 func (p *Proposal) Term() uint64  { return p.term.Load() }
 
+// Appended reports whether the proposal reached StageAppended (then Index, Term and
+// BaseOffset are set).
+func (p *Proposal) Appended() bool {
+	select {
+	case <-p.stages[StageAppended-1]:
+		return true
+	default:
+		return false
+	}
+}
+
+// Settled reports whether the proposal was appended or has failed.
+func (p *Proposal) Settled() bool {
+	select {
+	case <-p.failed:
+		return true
+	default:
+		return p.Appended()
+	}
+}
+
 // BaseOffset is the Kafka offset the log gave the entry's first record (valid once the
 // proposal reached StageAppended).
 func (p *Proposal) BaseOffset() int64 { return p.baseOffset.Load() }
