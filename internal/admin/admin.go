@@ -81,18 +81,31 @@ var (
 	descVisible   = prometheus.NewDesc("cairn_partition_last_visible_offset", "High watermark: what Fetch may return.", partitionLabels, nil)
 	descSize      = prometheus.NewDesc("cairn_partition_size_bytes", "Partition size on disk.", partitionLabels, nil)
 	descFlushes   = prometheus.NewDesc("cairn_partition_flushes_total", "Fsync rounds run; fewer than produce requests when group commit shares them.", partitionLabels, nil)
+	descLeader    = prometheus.NewDesc("cairn_partition_leader", "1 if this broker leads the partition, else 0.", partitionLabels, nil)
+	descEpoch     = prometheus.NewDesc("cairn_partition_leader_epoch", "The partition's leader epoch (Raft term) as this replica knows it.", partitionLabels, nil)
+	descReplicas  = prometheus.NewDesc("cairn_partition_replicas", "Voters of the partition's Raft group.", partitionLabels, nil)
+	descISR       = prometheus.NewDesc("cairn_partition_isr", "In-sync replicas (leader only).", partitionLabels, nil)
+	descUnderMin  = prometheus.NewDesc("cairn_partition_under_min_isr", "1 if the ISR is smaller than min.insync.replicas: acks=all produce is refused (leader only).", partitionLabels, nil)
+	descAtMin     = prometheus.NewDesc("cairn_partition_at_min_isr", "1 if the ISR is exactly min.insync.replicas: one more loss refuses acks=all (leader only).", partitionLabels, nil)
+	descUnderRepl = prometheus.NewDesc("cairn_partition_under_replicated", "1 if some voter is out of the ISR (leader only).", partitionLabels, nil)
+
+	descUnderMinCount  = prometheus.NewDesc("cairn_under_min_isr_partition_count", "Partitions this broker leads whose ISR is below min.insync.replicas.", nil, nil)
+	descAtMinCount     = prometheus.NewDesc("cairn_at_min_isr_partition_count", "Partitions this broker leads whose ISR is exactly min.insync.replicas.", nil, nil)
+	descUnderReplCount = prometheus.NewDesc("cairn_under_replicated_partitions", "Partitions this broker leads with a voter out of the ISR.", nil, nil)
 )
 
 // partitionCollector reads boundaries at scrape time, so there is no gauge to keep in step.
 type partitionCollector struct{ b *broker.Broker }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descSize, descFlushes} {
+	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descSize, descFlushes,
+		descLeader, descEpoch, descReplicas, descISR, descUnderMin, descAtMin, descUnderRepl, descUnderMinCount, descAtMinCount, descUnderReplCount} {
 		ch <- d
 	}
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
+	var counts [3]float64 // under min ISR, at min ISR, under-replicated
 	for _, p := range c.b.Partitions() {
 		bd := p.Boundaries()
 		labels := []string{p.Topic(), strconv.Itoa(int(p.ID()))}
@@ -103,7 +116,32 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, float64(g.v), labels...)
 		}
 		ch <- prometheus.MustNewConstMetric(descFlushes, prometheus.CounterValue, float64(p.Flushes()), labels...)
+		ch <- prometheus.MustNewConstMetric(descLeader, prometheus.GaugeValue, b2f(bd.IsLeader), labels...)
+		ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(bd.LeaderEpoch), labels...)
+		isr, minISR, voters, leads := p.InsyncState()
+		ch <- prometheus.MustNewConstMetric(descReplicas, prometheus.GaugeValue, float64(voters), labels...)
+		if !leads {
+			continue
+		}
+		under, at, underRepl := isr < minISR, isr == minISR, isr < voters
+		ch <- prometheus.MustNewConstMetric(descISR, prometheus.GaugeValue, float64(isr), labels...)
+		ch <- prometheus.MustNewConstMetric(descUnderMin, prometheus.GaugeValue, b2f(under), labels...)
+		ch <- prometheus.MustNewConstMetric(descAtMin, prometheus.GaugeValue, b2f(at), labels...)
+		ch <- prometheus.MustNewConstMetric(descUnderRepl, prometheus.GaugeValue, b2f(underRepl), labels...)
+		counts[0] += b2f(under)
+		counts[1] += b2f(at)
+		counts[2] += b2f(underRepl)
 	}
+	ch <- prometheus.MustNewConstMetric(descUnderMinCount, prometheus.GaugeValue, counts[0])
+	ch <- prometheus.MustNewConstMetric(descAtMinCount, prometheus.GaugeValue, counts[1])
+	ch <- prometheus.MustNewConstMetric(descUnderReplCount, prometheus.GaugeValue, counts[2])
+}
+
+func b2f(v bool) float64 {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // Server is the admin HTTP handler.

@@ -75,6 +75,12 @@ func TestAdminEndpoints(t *testing.T) {
 	for _, want := range []string{
 		`cairn_partition_log_end_offset{partition="1",topic="orders"} 4`,
 		`cairn_partition_flushed_offset{partition="1",topic="orders"} 4`,
+		// A single replica leads, is the whole ISR, and sits at min.insync.replicas=1.
+		`cairn_partition_leader{partition="1",topic="orders"} 1`,
+		`cairn_partition_isr{partition="1",topic="orders"} 1`,
+		`cairn_partition_at_min_isr{partition="1",topic="orders"} 1`,
+		`cairn_partition_under_min_isr{partition="1",topic="orders"} 0`,
+		`cairn_under_replicated_partitions 0`,
 		`cairn_kafka_requests_total{api="Produce"} 1`,
 		`cairn_kafka_bytes_in_total 100`,
 		`cairn_kafka_bytes_out_total 50`,

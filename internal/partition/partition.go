@@ -351,6 +351,18 @@ func (p *Partition) isrLocked(now time.Time) []uint64 {
 	return isr
 }
 
+// InsyncState summarizes replication health for metrics (DESIGN.md §3): the ISR size,
+// the effective min.insync.replicas and the voter count. ok is false on a replica that
+// does not lead (only the leader knows the ISR).
+func (p *Partition) InsyncState() (isr, minISR, voters int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.bounds.IsLeader {
+		return 0, 0, len(p.voters), false
+	}
+	return len(p.isrLocked(time.Now())), p.minInsyncLocked(), len(p.voters), true
+}
+
 // minInsync is the effective min.insync.replicas: the topic's value, capped by the number
 // of voters (DESIGN.md §3).
 func (p *Partition) minInsyncLocked() int {
