@@ -32,15 +32,17 @@ const leadersVersion = 1
 const maxLeaderEntries = 1 << 20
 
 type leaderEntry struct {
-	group uint64
-	term  uint64
-	isr   []int32
+	group    uint64
+	term     uint64
+	logStart int64 // the leader's log start: followers follow DeleteRecords and retention
+	isr      []int32
 }
 
 type leaderInfo struct {
-	leader int32
-	term   uint64
-	isr    []int32
+	leader   int32
+	term     uint64
+	logStart int64
+	isr      []int32
 }
 
 // leaderTable is what this broker knows of other brokers' leaderships.
@@ -78,7 +80,7 @@ func (t *leaderTable) update(from int32, list []leaderEntry) {
 		if cur, ok := t.byGrp[e.group]; ok && cur.term > e.term {
 			continue
 		}
-		t.byGrp[e.group] = leaderInfo{leader: from, term: e.term, isr: e.isr}
+		t.byGrp[e.group] = leaderInfo{leader: from, term: e.term, logStart: e.logStart, isr: e.isr}
 	}
 	for g, li := range t.byGrp {
 		if li.leader == from && !named[g] {
@@ -117,6 +119,7 @@ func encodeLeaders(list []leaderEntry) []byte {
 	for _, e := range list {
 		buf = binary.AppendUvarint(buf, e.group)
 		buf = binary.AppendUvarint(buf, e.term)
+		buf = binary.AppendUvarint(buf, uint64(max(e.logStart, 0)))
 		buf = binary.AppendUvarint(buf, uint64(len(e.isr)))
 		for _, id := range e.isr {
 			buf = binary.AppendUvarint(buf, uint64(id))
@@ -132,7 +135,8 @@ func decodeLeaders(b []byte) ([]leaderEntry, error) {
 	b = b[1:]
 	next := func() (uint64, error) {
 		v, n := binary.Uvarint(b)
-		if n <= 0 {
+		var canon [binary.MaxVarintLen64]byte
+		if n <= 0 || n != binary.PutUvarint(canon[:], v) { // one encoding per value
 			return 0, errBadLeaders
 		}
 		b = b[n:]
@@ -151,6 +155,11 @@ func decodeLeaders(b []byte) ([]leaderEntry, error) {
 		if e.term, err = next(); err != nil {
 			return nil, err
 		}
+		ls, err := next()
+		if err != nil || ls > 1<<62 {
+			return nil, errBadLeaders
+		}
+		e.logStart = int64(ls)
 		k, err := next()
 		if err != nil || k > uint64(len(b)) || k > 1<<16 {
 			return nil, errBadLeaders
@@ -253,18 +262,27 @@ func (b *Broker) leadershipLoop() {
 		}
 		var list []leaderEntry
 		nowLed := map[int32]bool{}
+		var follow []*replica
 		b.mu.RLock()
 		for _, r := range b.replicas {
 			bd := r.p.Boundaries()
 			if !bd.IsLeader {
+				follow = append(follow, r)
 				continue
 			}
-			list = append(list, leaderEntry{group: r.group, term: uint64(bd.LeaderEpoch), isr: nodeIDs(r.p.ISR())})
+			list = append(list, leaderEntry{group: r.group, term: uint64(bd.LeaderEpoch), logStart: bd.LogStart, isr: nodeIDs(r.p.ISR())})
 			if r.name == group.OffsetsTopic {
 				nowLed[r.p.ID()] = true
 			}
 		}
 		b.mu.RUnlock()
+		for _, r := range follow {
+			if li, ok := b.leaders.get(r.group); ok && li.leader != b.cfg.NodeID {
+				if err := r.p.FollowLogStart(li.logStart); err != nil {
+					b.lg.Warn("following the leader's log start", "topic", r.name, "partition", r.p.ID(), "err", err)
+				}
+			}
+		}
 		if b.groups != nil {
 			for i := range nowLed {
 				if !ledOffsets[i] {

@@ -182,6 +182,25 @@ func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
 	return p.log.LogStartOffset(), nil
 }
 
+// FollowLogStart moves a follower's log start up to the leader's, so DeleteRecords and
+// the leader's retention hold on every replica (deleted records do not come back after a
+// failover). It never goes past what this replica knows committed; the next call (the
+// leader repeats it) goes further.
+func (p *Partition) FollowLogStart(start int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	b := p.Boundaries()
+	start = min(start, b.Committed)
+	if b.IsLeader || start <= b.LogStart {
+		return nil
+	}
+	if err := p.log.AdvanceLogStart(start); err != nil {
+		return err
+	}
+	p.setLogStart(p.log.LogStartOffset())
+	return nil
+}
+
 // EnforceRetention deletes old segments by the topic's retention.ms and retention.bytes,
 // when its cleanup.policy includes delete.
 func (p *Partition) EnforceRetention() error {

@@ -86,6 +86,7 @@ type partitionStatus struct {
 	IsLeader    bool    `json:"is_leader"`
 	Replicas    []int32 `json:"replicas"`
 	ISR         []int32 `json:"isr"`
+	LogStart    int64   `json:"log_start_offset"`
 	LogEnd      int64   `json:"log_end_offset"`
 	Committed   int64   `json:"committed_offset"`
 	LastVisible int64   `json:"last_visible_offset"`
@@ -425,5 +426,52 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	if !handedOff {
 		t.Error("no broker logged handing its leaderships off on SIGTERM")
+	}
+}
+
+// TestClusterDeleteRecordsSurvivesFailover: DeleteRecords on the leader reaches every
+// replica, so the deleted records do not come back when another replica takes over.
+func TestClusterDeleteRecordsSurvivesFailover(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	const topic = "trim"
+	createReplicatedTopic(t, bs[0].Admin(t), topic, 1, 3)
+	produceSync(t, clusterClient(t, bs, kgo.DefaultProduceTopic(topic)), topic, "d", 100)
+	adm := kadm.NewClient(clusterClient(t, bs))
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 60})
+	resp, err := adm.DeleteRecords(ctxFor(t, 20*time.Second), offs)
+	if err != nil || resp.Error() != nil {
+		t.Fatalf("DeleteRecords: %v %v", err, resp.Error())
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		for _, b := range bs {
+			if st, ok := adminPartition(b, topic, 0); !ok || st.LogStart != 60 {
+				return false
+			}
+		}
+		return true
+	})
+	victim := leaderOf(t, bs, topic, 0)
+	bs[victim].Kill9()
+	var rest []*Broker
+	for i, b := range bs {
+		if i != victim {
+			rest = append(rest, b)
+		}
+	}
+	leaderOf(t, rest, topic, 0)
+	var start int64 = -1
+	waitFor(t, 30*time.Second, func() bool {
+		lo, err := kadm.NewClient(clusterClient(t, rest)).ListStartOffsets(ctxFor(t, 10*time.Second), topic)
+		if err != nil || lo.Error() != nil {
+			return false
+		}
+		o, _ := lo.Lookup(topic, 0)
+		start = o.Offset
+		return true
+	})
+	if start != 60 {
+		t.Fatalf("after failover the log starts at %d, want 60 (deleted records came back)", start)
 	}
 }
