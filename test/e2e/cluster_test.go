@@ -475,3 +475,71 @@ func TestClusterDeleteRecordsSurvivesFailover(t *testing.T) {
 		t.Fatalf("after failover the log starts at %d, want 60 (deleted records came back)", start)
 	}
 }
+
+// consumeGroupOnce joins group with a fresh member, reads until want records arrived,
+// commits them and leaves; it returns the values read.
+func consumeGroupOnce(t *testing.T, bs []*Broker, group, topic string, want int) []string {
+	t.Helper()
+	cl := clusterClient(t, bs, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	ctx := ctxFor(t, 60*time.Second)
+	var values []string
+	for len(values) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("group %s read %d of %d records", group, len(values), want)
+		}
+		fs.EachRecord(func(r *kgo.Record) { values = append(values, string(r.Value)) })
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	cl.Close()
+	return values
+}
+
+// TestClusterGroupOffsetsSurviveCoordinatorKill: __consumer_offsets is replicated, so a
+// group's committed offsets survive kill -9 of its coordinator, and a new member resumes
+// exactly where the group committed.
+func TestClusterGroupOffsetsSurviveCoordinatorKill(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	adm := kadm.NewClient(clusterClient(t, bs))
+	setCluster(t, adm, "group.initial.rebalance.delay.ms", "0")
+	const topic, group = "grp", "g1"
+	createReplicatedTopic(t, adm, topic, 3, 3)
+	prod := clusterClient(t, bs, kgo.DefaultProduceTopic(topic))
+	produceSync(t, prod, topic, "a", 90)
+	if got := consumeGroupOnce(t, bs, group, topic, 90); len(got) != 90 {
+		t.Fatalf("first member read %d records", len(got))
+	}
+	// __consumer_offsets was created on the first FindCoordinator with RF 3.
+	md, err := adm.Metadata(ctxFor(t, 10*time.Second), "__consumer_offsets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range md.Topics["__consumer_offsets"].Partitions {
+		if len(p.Replicas) != 3 {
+			t.Fatalf("__consumer_offsets partition %d has replicas %v, want 3", p.Partition, p.Replicas)
+		}
+	}
+	dg, err := adm.DescribeGroups(ctxFor(t, 10*time.Second), group)
+	if err != nil || dg.Error() != nil {
+		t.Fatalf("DescribeGroups: %v %v", err, dg.Error())
+	}
+	coord := dg[group].Coordinator.NodeID
+	bs[coord-1].Kill9()
+	var rest []*Broker
+	for _, b := range bs {
+		if b.opts.NodeID != int(coord) {
+			rest = append(rest, b)
+		}
+	}
+	produceSync(t, clusterClient(t, rest, kgo.DefaultProduceTopic(topic)), topic, "b", 30)
+	got := consumeGroupOnce(t, rest, group, topic, 30)
+	for _, v := range got {
+		if !strings.HasPrefix(v, "b-") {
+			t.Errorf("after the coordinator was killed the group re-read %q: its commit was lost", v)
+		}
+	}
+}
