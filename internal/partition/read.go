@@ -8,9 +8,10 @@ import (
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
-// CheckEpoch fences a client's view of the leader epoch (KIP-320): -1 skips the check.
+// CheckEpoch answers NOT_LEADER_OR_FOLLOWER on a replica that does not lead, and fences a
+// client's view of the leader epoch (KIP-320): -1 skips the epoch check.
 func (p *Partition) CheckEpoch(currentLeaderEpoch int32) *kerr.Error {
-	return checkEpoch(p.Boundaries().LeaderEpoch, currentLeaderEpoch)
+	return leaderCheck(p.Boundaries(), currentLeaderEpoch)
 }
 
 func checkEpoch(epoch, currentLeaderEpoch int32) *kerr.Error {

@@ -295,6 +295,57 @@ func TestClusterProduceForwarded(t *testing.T) {
 			}
 		}
 	}
+	// Reads are never forwarded: a follower, or a broker without a replica, answers
+	// NOT_LEADER_OR_FOLLOWER to Fetch, ListOffsets and OffsetForLeaderEpoch.
+	for i, b := range bs {
+		if i == leader {
+			continue
+		}
+		br := cl.Broker(int(b.opts.NodeID))
+		fetch := kmsg.NewPtrFetchRequest()
+		fetch.Version, fetch.MaxWaitMillis, fetch.MaxBytes = 12, 100, 1<<20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = topic
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LastFetchedEpoch = 1<<20, -1, -1
+		ft.Partitions = append(ft.Partitions, fp)
+		fetch.Topics = append(fetch.Topics, ft)
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.ReplicaID = -1
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = topic
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp, lp.CurrentLeaderEpoch = -1, -1
+		lt.Partitions = append(lt.Partitions, lp)
+		lo.Topics = append(lo.Topics, lt)
+		oe := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		oe.ReplicaID = -1
+		ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		ot.Topic = topic
+		op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		op.CurrentLeaderEpoch, op.LeaderEpoch = -1, 1
+		ot.Partitions = append(ot.Partitions, op)
+		oe.Topics = append(oe.Topics, ot)
+		for _, req := range []kmsg.Request{fetch, lo, oe} {
+			resp, err := br.Request(ctxFor(t, 10*time.Second), req)
+			if err != nil {
+				t.Fatalf("%s to broker %d: %v", kmsg.NameForKey(req.Key()), b.opts.NodeID, err)
+			}
+			var code int16
+			switch r := resp.(type) {
+			case *kmsg.FetchResponse:
+				code = r.Topics[0].Partitions[0].ErrorCode
+			case *kmsg.ListOffsetsResponse:
+				code = r.Topics[0].Partitions[0].ErrorCode
+			case *kmsg.OffsetForLeaderEpochResponse:
+				code = r.Topics[0].Partitions[0].ErrorCode
+			}
+			if code != kerr.NotLeaderForPartition.Code {
+				t.Errorf("%s to broker %d (not the leader): error %v, want NOT_LEADER_OR_FOLLOWER", kmsg.NameForKey(req.Key()), b.opts.NodeID, kerr.ErrorForCode(code))
+			}
+		}
+	}
+
 	got := consumeAll(t, bs[leader], topic, 1, n)
 	values := map[string]bool{}
 	for _, r := range got {
