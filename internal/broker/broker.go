@@ -106,6 +106,10 @@ type Broker struct {
 	leaders   *leaderTable
 	fwd       *forwarder
 
+	// topics is the controller state's topics as of the last reconcile, by name: the
+	// request paths read it instead of copying topics out of the state on every request.
+	topics atomic.Pointer[map[string]*controller.Topic]
+
 	mu       sync.RWMutex
 	replicas map[replicaKey]*replica // the local partition replicas
 	groups   *group.Coordinator      // set once at start
@@ -310,12 +314,25 @@ func (b *Broker) broker(id int32) (BrokerInfo, bool) {
 	return brokerInfo(br), true
 }
 
+// topic returns a topic as of the last reconcile (it must not be modified).
+func (b *Broker) topic(name string) (*controller.Topic, bool) {
+	m := b.topics.Load()
+	if m == nil {
+		return nil, false
+	}
+	t, ok := (*m)[name]
+	return t, ok
+}
+
 // Topics lists the topics, sorted by name.
 func (b *Broker) Topics() []TopicInfo {
-	ts := b.state().Topics()
-	out := make([]TopicInfo, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, topicInfo(t))
+	m := b.topics.Load()
+	if m == nil {
+		return nil
+	}
+	out := make([]TopicInfo, 0, len(*m))
+	for _, t := range *m {
+		out = append(out, topicInfo(*t))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -323,18 +340,18 @@ func (b *Broker) Topics() []TopicInfo {
 
 // Topic describes one topic.
 func (b *Broker) Topic(name string) (TopicInfo, bool) {
-	t, ok := b.state().Topic(name)
+	t, ok := b.topic(name)
 	if !ok {
 		return TopicInfo{}, false
 	}
-	return topicInfo(t), true
+	return topicInfo(*t), true
 }
 
 // Partition finds the local replica of a partition. A partition that exists but has no
 // replica here answers NOT_LEADER_OR_FOLLOWER, as Kafka does for a broker that is not its
 // leader.
 func (b *Broker) Partition(name string, id int32) (*partition.Partition, *kerr.Error) {
-	t, ok := b.state().Topic(name)
+	t, ok := b.topic(name)
 	if !ok || id < 0 || id >= t.Partitions() {
 		return nil, kerr.UnknownTopicOrPartition
 	}

@@ -135,7 +135,7 @@ func produceFailed(err *kerr.Error, msg string) partition.ProduceResult {
 // leader (forwarding). The result and wait follow partition.Partition.Produce; a forwarded
 // produce always returns a wait (for acks 0 it is never needed: the answer is not awaited).
 func (b *Broker) Produce(topic string, part int32, records []byte, acks int16, timeout time.Duration) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
-	t, ok := b.state().Topic(topic)
+	t, ok := b.topic(topic)
 	if !ok || part < 0 || part >= t.Partitions() {
 		return produceFailed(kerr.UnknownTopicOrPartition, ""), nil
 	}
@@ -148,7 +148,7 @@ func (b *Broker) Produce(topic string, part int32, records []byte, acks int16, t
 	if b.cfg.DisableForwarding {
 		return produceFailed(kerr.NotLeaderForPartition, "this broker does not lead the partition (forwarding is off)"), nil
 	}
-	v := b.PartitionView(t, part)
+	v := b.PartitionView(*t, part)
 	if v.Leader < 0 || v.Leader == b.cfg.NodeID {
 		return produceFailed(kerr.NotLeaderForPartition, "the partition has no leader yet; retry"), nil
 	}

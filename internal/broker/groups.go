@@ -34,7 +34,7 @@ func (b *Broker) startGroups() {
 
 // ensureOffsetsTopic creates __consumer_offsets if it is missing.
 func (b *Broker) ensureOffsetsTopic() *Error {
-	if _, ok := b.state().Topic(group.OffsetsTopic); ok {
+	if _, ok := b.topic(group.OffsetsTopic); ok {
 		return nil
 	}
 	cc := b.clusterConfig()
@@ -62,11 +62,11 @@ func (b *Broker) GroupCoordinator(groupID string) (BrokerInfo, *kerr.Error) {
 		b.lg.Warn("creating "+group.OffsetsTopic, "err", err)
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	t, ok := b.state().Topic(group.OffsetsTopic)
+	t, ok := b.topic(group.OffsetsTopic)
 	if !ok {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	v := b.PartitionView(t, group.PartitionFor(groupID, b.groups.Partitions()))
+	v := b.PartitionView(*t, group.PartitionFor(groupID, b.groups.Partitions()))
 	if v.Leader < 0 {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}

@@ -228,13 +228,13 @@ func (b *Broker) PartitionView(t controller.Topic, p int32) PartitionView {
 
 // PartitionViews describes every partition of a topic (nil if it does not exist).
 func (b *Broker) PartitionViews(topic string) []PartitionView {
-	t, ok := b.state().Topic(topic)
+	t, ok := b.topic(topic)
 	if !ok {
 		return nil
 	}
 	out := make([]PartitionView, t.Partitions())
 	for p := range out {
-		out[p] = b.PartitionView(t, int32(p))
+		out[p] = b.PartitionView(*t, int32(p))
 	}
 	return out
 }

@@ -70,7 +70,13 @@ func (b *Broker) reconcile() error {
 	cluster := st.ClusterConfig()
 	want := map[replicaKey]bool{}
 	var firstErr error
-	for _, t := range st.Topics() {
+	topics := st.Topics()
+	byName := make(map[string]*controller.Topic, len(topics))
+	for i := range topics {
+		byName[topics[i].Name] = &topics[i]
+	}
+	b.topics.Store(&byName)
+	for _, t := range topics {
 		cfg := config.ResolveTopic(t.Configs, cluster)
 		for p, reps := range t.Assignment {
 			if !containsID(reps, b.cfg.NodeID) {
