@@ -2,6 +2,7 @@ package broker
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -46,6 +47,14 @@ func (b *Broker) ensureOffsetsTopic() *Error {
 	if err != nil && err.Code != kerr.TopicAlreadyExists {
 		return err
 	}
+	if err != nil {
+		// Created by a concurrent FindCoordinator whose reconcile may still be running:
+		// wait for it, so the topic is known here.
+		if rerr := b.reconcile(); rerr != nil {
+			return errorf(kerr.CoordinatorNotAvailable, "opening %s: %v", group.OffsetsTopic, rerr)
+		}
+		b.waitLeaders(group.OffsetsTopic, 10*time.Second)
+	}
 	return nil
 }
 
@@ -66,9 +75,15 @@ func (b *Broker) GroupCoordinator(groupID string) (BrokerInfo, *kerr.Error) {
 	if !ok {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	v := b.PartitionView(*t, group.PartitionFor(groupID, b.groups.Partitions()))
+	shard := group.PartitionFor(groupID, b.groups.Partitions())
+	v := b.PartitionView(*t, shard)
 	if v.Leader < 0 {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
+	}
+	if v.Leader == b.cfg.NodeID {
+		// Start serving the shard now rather than when the leadership loop next runs, so
+		// the client's next request finds it loading or loaded, not NOT_COORDINATOR.
+		b.groups.BecomeLeader(shard)
 	}
 	bi, ok := b.broker(v.Leader)
 	if !ok {
