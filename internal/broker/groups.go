@@ -78,7 +78,12 @@ func (b *Broker) GroupCoordinator(groupID string) (BrokerInfo, *kerr.Error) {
 	shard := group.PartitionFor(groupID, b.groups.Partitions())
 	v := b.PartitionView(*t, shard)
 	if v.Leader < 0 {
-		return BrokerInfo{}, kerr.CoordinatorNotAvailable
+		// Just created (here or by a concurrent request), or between leaders: an answer
+		// is usually a few milliseconds away, which beats a client's retry backoff.
+		b.waitLeaders(group.OffsetsTopic, 5*time.Second)
+		if v = b.PartitionView(*t, shard); v.Leader < 0 {
+			return BrokerInfo{}, kerr.CoordinatorNotAvailable
+		}
 	}
 	if v.Leader == b.cfg.NodeID {
 		// Start serving the shard now rather than when the leadership loop next runs, so
