@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -1096,7 +1097,7 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 	}
 	if ents := m.GetEntries(); len(ents) > 0 {
 		g.truncateProps(ents[0].GetIndex(), ents)
-		conv, err := g.ls.appendEntries(ents)
+		conv, err := g.ls.appendEntries(ents, g.state == etcdraft.StateLeader)
 		if err != nil {
 			return err
 		}
@@ -1279,6 +1280,16 @@ func (g *group) updateMajority() {
 		}
 		g.acked[id] = quorum.Index(v)
 	})
+	// Entries every voter acknowledged durably are no longer read for replication.
+	minMatch := uint64(math.MaxUint64)
+	g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+		if id != g.h.id {
+			minMatch = min(minMatch, pr.Match)
+		}
+	})
+	if minMatch != math.MaxUint64 {
+		g.ls.cache.trimBelow(minMatch + 1)
+	}
 	idx := uint64(g.conf.CommittedIndex(g.acked))
 	if idx > g.majority && idx <= own {
 		if t, err := g.ls.Term(idx); err == nil && t == g.term {

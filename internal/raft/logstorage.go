@@ -34,6 +34,8 @@ type LogStorage struct {
 
 	mu sync.Mutex // guards st
 	st raftState
+
+	cache entryCache
 }
 
 var _ etcdraft.Storage = (*LogStorage)(nil)
@@ -122,6 +124,14 @@ func (s *LogStorage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	if hi > s.log.LastIndex()+1 || s.log.LastIndex() < s.log.FirstIndex() {
 		return nil, etcdraft.ErrUnavailable
 	}
+	if ents, ok := s.cache.get(lo, hi, maxSize); ok {
+		return ents, nil
+	}
+	return s.entriesFromLog(lo, hi, maxSize)
+}
+
+// entriesFromLog is Entries read from the segment files.
+func (s *LogStorage) entriesFromLog(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	var out []*pb.Entry
 	var total uint64
 	for next := lo; next < hi; {
@@ -245,13 +255,19 @@ func mapErr(err error) error {
 // LastIndex+1 is an error. A data entry that is not a well-formed RecordBatch v2 fails
 // with storage.ErrInvalidBatch (after any truncation, which leaves a valid prefix).
 func (s *LogStorage) Append(entries []*pb.Entry) error {
-	_, err := s.appendEntries(entries)
+	_, err := s.appendEntries(entries, false)
 	return err
 }
 
 // appendEntries is Append, returning the entries it wrote with their Kafka offsets filled
-// in (nil when every given entry was already held).
-func (s *LogStorage) appendEntries(entries []*pb.Entry) ([]storage.Entry, error) {
+// in (nil when every given entry was already held). With cache, the written entries are
+// also kept in memory for Entries (a leader's appends); without, the cache is dropped.
+func (s *LogStorage) appendEntries(entries []*pb.Entry, cache bool) (conv []storage.Entry, err error) {
+	defer func() {
+		if err != nil || !cache {
+			s.cache.reset()
+		}
+	}()
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -285,6 +301,7 @@ func (s *LogStorage) appendEntries(entries []*pb.Entry) ([]storage.Entry, error)
 	newLast := entries[len(entries)-1].GetIndex()
 	if i == len(entries) {
 		if newLast < last {
+			s.cache.truncate(newLast + 1)
 			return nil, s.log.TruncateSuffix(newLast + 1)
 		}
 		return nil, nil
@@ -294,12 +311,16 @@ func (s *LogStorage) appendEntries(entries []*pb.Entry) ([]storage.Entry, error)
 			return nil, err
 		}
 	}
-	conv := make([]storage.Entry, 0, len(entries)-i)
+	s.cache.truncate(entries[i].GetIndex())
+	conv = make([]storage.Entry, 0, len(entries)-i)
 	for _, e := range entries[i:] {
 		conv = append(conv, toStorage(e))
 	}
 	if err := s.log.Append(conv); err != nil {
 		return nil, err
+	}
+	if cache {
+		s.cache.add(entries[i:])
 	}
 	return conv, nil
 }
@@ -427,6 +448,7 @@ func (s *LogStorage) ApplySnapshot(snap *pb.Snapshot) error {
 	if err := s.saveLocked(st); err != nil {
 		return err
 	}
+	s.cache.reset()
 	return s.log.Reset(index+1, term, sd.NextOffset)
 }
 
