@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -250,16 +251,28 @@ func (b *Broker) kickRoles() {
 // leadershipLoop publishes this broker's leaderships to its peers and moves the group
 // coordinator's shards with the leadership of __consumer_offsets' partitions.
 func (b *Broker) leadershipLoop() {
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(leadershipTick)
 	defer tick.Stop()
 	ledOffsets := map[int32]bool{}
+	var last, lastSent time.Time
+	var lastPayload []byte
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
 		case <-tick.C:
 		case <-b.roleKick:
+			// A round walks every local replica: coalesce the kicks of a burst (a topic's
+			// replicas opening, a node's elections) into one round per interval.
+			if wait := leadershipMinInterval - time.Since(last); wait > 0 {
+				select {
+				case <-b.ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
 		}
+		last = time.Now()
 		var list []leaderEntry
 		nowLed := map[int32]bool{}
 		var follow []*replica
@@ -299,15 +312,30 @@ func (b *Broker) leadershipLoop() {
 		b.leaders.update(b.cfg.NodeID, list)
 		live := map[int32]bool{}
 		payload := encodeLeaders(list)
+		// An unchanged list is sent again only now and then (for brokers that joined or
+		// lost a message meanwhile): idle brokers with thousands of replicas stay quiet.
+		send := !bytes.Equal(payload, lastPayload) || time.Since(lastSent) >= leadershipResend
 		for _, br := range b.state().LiveBrokers() {
 			live[br.ID] = true
-			if br.ID != b.cfg.NodeID {
-				_ = b.transport.Send(br.ID, msgLeaders, payload) // lost: the next round repeats it
+			if send && br.ID != b.cfg.NodeID {
+				_ = b.transport.Send(br.ID, msgLeaders, payload) // lost: a later round repeats it
 			}
+		}
+		if send {
+			lastPayload, lastSent = payload, time.Now()
 		}
 		b.leaders.forget(live)
 	}
 }
+
+// The leadership loop: a round on every role change (spaced by leadershipMinInterval in a
+// burst) and every leadershipTick (ISR changes are not signalled); an unchanged list is
+// sent again every leadershipResend.
+const (
+	leadershipMinInterval = 50 * time.Millisecond
+	leadershipTick        = 5 * time.Second
+	leadershipResend      = 10 * time.Second
+)
 
 // handOffLeadership moves the leadership of every group this broker leads to another
 // in-sync voter before it stops, so clients move on at once instead of after an election

@@ -354,7 +354,8 @@ func (h *Host) group(id uint64) (*group, error) {
 	return g, nil
 }
 
-// Step hands the host a batch received from another host.
+// Step hands the host a batch received from another host. The host keeps b.Messages but
+// not b.Heartbeat: its listing is handled before Step returns, and the caller may reuse it.
 func (h *Host) Step(b *Batch) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -891,6 +892,7 @@ func (h *Host) ticker() {
 	defer h.wg.Done()
 	t := time.NewTicker(h.opts.TickInterval)
 	defer t.Stop()
+	lastLens := map[uint64]int{}
 	for {
 		select {
 		case <-h.stop:
@@ -905,7 +907,13 @@ func (h *Host) ticker() {
 				lists = map[uint64][]QuiescedGroup{}
 			}
 			for _, p := range g.qPeers {
-				lists[p] = append(lists[p], QuiescedGroup{Group: g.id, Term: g.qTerm, Commit: g.qCommit})
+				l, ok := lists[p]
+				if !ok {
+					// The listing goes to the transport, which owns it; size it as the last
+					// one so it is built without regrowing.
+					l = make([]QuiescedGroup, 0, lastLens[p])
+				}
+				lists[p] = append(l, QuiescedGroup{Group: g.id, Term: g.qTerm, Commit: g.qCommit})
 			}
 		}
 		h.mu.RLock()
@@ -953,6 +961,10 @@ func (h *Host) ticker() {
 			}
 		}
 		h.mu.RUnlock()
+		clear(lastLens)
+		for p, l := range lists {
+			lastLens[p] = len(l)
+		}
 		h.sendHeartbeats(lists)
 		h.tickNo.Add(1)
 		h.ticks.Add(1)

@@ -39,7 +39,10 @@ func RaftID(id int32) (uint64, bool) {
 func EncodeBatch(b *raft.Batch) ([]byte, error) {
 	size := 1 + binary.MaxVarintLen64*3 + len(b.Written)*3*binary.MaxVarintLen64
 	if b.Heartbeat != nil {
-		size += len(b.Heartbeat.Quiesced) * 3 * binary.MaxVarintLen64
+		// Exactly: a listing holds thousands of groups on a busy host, every tick.
+		for _, q := range b.Heartbeat.Quiesced {
+			size += uvarintLen(q.Group) + uvarintLen(q.Term) + uvarintLen(q.Commit)
+		}
 	}
 	sizes := make([]int, len(b.Messages))
 	for i, m := range b.Messages {
@@ -83,6 +86,15 @@ func EncodeBatch(b *raft.Batch) ([]byte, error) {
 	return buf, nil
 }
 
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
 var errShort = errors.New("raftrpc: truncated payload")
 
 type reader struct {
@@ -114,6 +126,12 @@ func (r *reader) count(min int) (int, error) {
 // DecodeBatch decodes a payload made by EncodeBatch. The result's From is 0 (the caller
 // knows the sender). The returned messages do not alias payload.
 func DecodeBatch(payload []byte) (*raft.Batch, error) {
+	return decodeBatch(payload, nil)
+}
+
+// decodeBatch is DecodeBatch with the heartbeat listing appended to quiesced (reused
+// storage for a caller that does not keep the listing).
+func decodeBatch(payload []byte, quiesced []raft.QuiescedGroup) (*raft.Batch, error) {
 	if len(payload) == 0 {
 		return nil, errShort
 	}
@@ -179,7 +197,11 @@ func DecodeBatch(payload []byte) (*raft.Batch, error) {
 		}
 		b.Heartbeat = &raft.HostHeartbeat{}
 		if nq > 0 {
-			b.Heartbeat.Quiesced = make([]raft.QuiescedGroup, 0, nq)
+			if uint64(cap(quiesced)) >= nq {
+				b.Heartbeat.Quiesced = quiesced[:0]
+			} else {
+				b.Heartbeat.Quiesced = make([]raft.QuiescedGroup, 0, nq)
+			}
 		}
 	}
 	for range max(int(hb)-1, 0) {
