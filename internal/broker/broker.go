@@ -114,6 +114,9 @@ type Broker struct {
 	replicas map[replicaKey]*replica // the local partition replicas
 	groups   *group.Coordinator      // set once at start
 
+	shardMu sync.Mutex
+	shards  map[int32]bool // __consumer_offsets partitions the coordinator serves
+
 	reconcileMu sync.Mutex // one reconcile at a time
 
 	pidMu   sync.Mutex // producer ids from the controller's blocks
@@ -154,7 +157,7 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = 100 * time.Millisecond
 	}
-	b := &Broker{cfg: cfg, fs: cfg.FS, lg: cfg.Logger, replicas: map[replicaKey]*replica{},
+	b := &Broker{cfg: cfg, fs: cfg.FS, lg: cfg.Logger, replicas: map[replicaKey]*replica{}, shards: map[int32]bool{},
 		retentionKick: make(chan struct{}, 1), roleKick: make(chan struct{}, 1)}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.leaders = newLeaderTable()

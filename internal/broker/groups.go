@@ -86,9 +86,10 @@ func (b *Broker) GroupCoordinator(groupID string) (BrokerInfo, *kerr.Error) {
 		}
 	}
 	if v.Leader == b.cfg.NodeID {
-		// Start serving the shard now rather than when the leadership loop next runs, so
-		// the client's next request finds it loading or loaded, not NOT_COORDINATOR.
-		b.groups.BecomeLeader(shard)
+		// Serve the shards this broker leads now rather than when the leadership loop next
+		// runs, so the client's next request finds them loading or loaded, not
+		// NOT_COORDINATOR.
+		b.moveGroupShards(b.ledOffsetsPartitions())
 	}
 	bi, ok := b.broker(v.Leader)
 	if !ok {

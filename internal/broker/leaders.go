@@ -253,7 +253,6 @@ func (b *Broker) kickRoles() {
 func (b *Broker) leadershipLoop() {
 	tick := time.NewTicker(leadershipTick)
 	defer tick.Stop()
-	ledOffsets := map[int32]bool{}
 	var last, lastSent time.Time
 	var lastPayload []byte
 	for {
@@ -296,19 +295,7 @@ func (b *Broker) leadershipLoop() {
 				}
 			}
 		}
-		if b.groups != nil {
-			for i := range nowLed {
-				if !ledOffsets[i] {
-					b.groups.BecomeLeader(i)
-				}
-			}
-			for i := range ledOffsets {
-				if !nowLed[i] {
-					b.groups.Resign(i)
-				}
-			}
-			ledOffsets = nowLed
-		}
+		b.moveGroupShards(nowLed)
 		b.leaders.update(b.cfg.NodeID, list)
 		live := map[int32]bool{}
 		payload := encodeLeaders(list)
@@ -326,6 +313,41 @@ func (b *Broker) leadershipLoop() {
 		}
 		b.leaders.forget(live)
 	}
+}
+
+// moveGroupShards makes the group coordinator serve exactly the __consumer_offsets
+// partitions in led (those this broker leads).
+func (b *Broker) moveGroupShards(led map[int32]bool) {
+	if b.groups == nil {
+		return
+	}
+	b.shardMu.Lock()
+	defer b.shardMu.Unlock()
+	for i := range led {
+		if !b.shards[i] {
+			b.groups.BecomeLeader(i)
+			b.shards[i] = true
+		}
+	}
+	for i := range b.shards {
+		if !led[i] {
+			b.groups.Resign(i)
+			delete(b.shards, i)
+		}
+	}
+}
+
+// ledOffsetsPartitions lists the __consumer_offsets partitions this broker leads.
+func (b *Broker) ledOffsetsPartitions() map[int32]bool {
+	led := map[int32]bool{}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, r := range b.replicas {
+		if r.name == group.OffsetsTopic && r.p.IsLeader() {
+			led[r.p.ID()] = true
+		}
+	}
+	return led
 }
 
 // The leadership loop: a round on every role change (spaced by leadershipMinInterval in a
