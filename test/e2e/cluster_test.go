@@ -642,3 +642,39 @@ func TestClusterFollowerCatchesUpBySnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterForwardingOff: with --produce-forwarding=false a broker that does not lead
+// the partition answers NOT_LEADER_OR_FOLLOWER and stores nothing, and clients that follow
+// the metadata still produce through the leader.
+func TestClusterForwardingOff(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3, "--produce-forwarding=false")
+	const topic = "nofwd"
+	createReplicatedTopic(t, bs[0].Admin(t), topic, 1, 3)
+	leader := leaderOf(t, bs, topic, 0)
+	follower := bs[(leader+1)%3]
+	cl := clusterClient(t, bs)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = kafkatest.Batch{Values: [][]byte{[]byte("refused")}, Timestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: -1}.Bytes()
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.Broker(follower.opts.NodeID).Request(ctxFor(t, 20*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce to a follower with forwarding off: %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+	}
+	acked := produceSync(t, clusterClient(t, bs, kgo.DefaultProduceTopic(topic)), topic, "ok", 20)
+	got := consumeAll(t, bs[leader], topic, 1, 20)
+	checkAckedReadable(t, acked, got)
+	for _, r := range got {
+		if string(r.Value) == "refused" {
+			t.Fatal("the refused record was stored")
+		}
+	}
+}
