@@ -99,6 +99,9 @@ type Partition struct {
 	// appended entries holding them until they commit.
 	inflightBytes int64
 	inflight      []inflightEntry
+	// leaderEnd is the leader's last Raft index as of the last refresh (what progress is
+	// compared with).
+	leaderEnd uint64
 	changed       chan struct{} // closed and replaced whenever a boundary moves
 	watchers      map[chan struct{}]struct{}
 	closed        bool
@@ -230,6 +233,7 @@ func (p *Partition) refresh() {
 	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
 		clear(p.caughtUp) // a new leadership: every voter starts with the full window
 	}
+	p.leaderEnd = st.LogEnd
 	if b.IsLeader {
 		now := time.Now()
 		writeCaching := p.cfg.Load().WriteCaching
@@ -343,8 +347,20 @@ func (p *Partition) isrLocked(now time.Time) []uint64 {
 		return nil
 	}
 	isr := []uint64{p.self}
+	writeCaching := p.cfg.Load().WriteCaching
 	for _, v := range p.voters {
-		if v != p.self && now.Sub(p.caughtUp[v]) <= replicaLagMax {
+		if v == p.self {
+			continue
+		}
+		pp := p.progress[v]
+		held := pp.Match
+		if writeCaching {
+			held = pp.Written
+		}
+		// Caught up within the window; or holding the whole log now, which an idle
+		// partition's followers do without any event refreshing caughtUp (as long as
+		// their broker is heard from).
+		if now.Sub(p.caughtUp[v]) <= replicaLagMax || (held >= p.leaderEnd && p.host.PeerLive(v)) {
 			isr = append(isr, v)
 		}
 	}

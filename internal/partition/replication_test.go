@@ -378,3 +378,35 @@ func TestMinInsyncReplicas(t *testing.T) {
 		t.Fatalf("min.insync.replicas lowered to 2: %+v", res)
 	}
 }
+
+// TestIdleFollowersStayInSync: a partition with no traffic gives its followers no event
+// to refresh their in-sync time; followers that hold the whole log and whose brokers are
+// heard from stay in the ISR however long it stays idle.
+func TestIdleFollowersStayInSync(t *testing.T) {
+	rs := newReplicaSet(t, false)
+	if r := waitResult(func(ctx context.Context) ProduceResult {
+		res, w := rs.parts[1].Produce(kafkatest.Plain(2, 1000).Bytes(), -1)
+		if res.Err != nil {
+			return res
+		}
+		return w(ctx)
+	}, 10*time.Second); r.Err != nil {
+		t.Fatalf("produce: %+v", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Every follower has acknowledged the whole log.
+	if err := rs.parts[1].waitFor(ctx, func(*Boundaries) bool {
+		return rs.parts[1].holdersLocked(rs.parts[1].leaderEnd) == 3
+	}); err != nil {
+		t.Fatal("followers never acknowledged the whole log")
+	}
+	rs.parts[1].mu.Lock()
+	for v := range rs.parts[1].caughtUp {
+		rs.parts[1].caughtUp[v] = time.Now().Add(-2 * replicaLagMax) // a long idle spell
+	}
+	rs.parts[1].mu.Unlock()
+	if isr := rs.parts[1].ISR(); len(isr) != 3 {
+		t.Fatalf("ISR of an idle partition whose followers hold everything: %v, want all three", isr)
+	}
+}

@@ -902,7 +902,11 @@ func (h *Host) ticker() {
 		now := h.tickNo.Load()
 		silent := h.silentPeers(now)
 		var lists map[uint64][]QuiescedGroup
+		listNow := now%listEvery == 0
 		list := func(g *group) {
+			if !listNow {
+				return // listed every listEvery ticks; the heartbeat itself goes every tick
+			}
 			if lists == nil {
 				lists = map[uint64][]QuiescedGroup{}
 			}

@@ -15,8 +15,8 @@ import (
 // committed and applied, every follower's Match at the last index, every peer host heard
 // from recently, no leadership transfer) quiesces it: the ticker stops ticking the group,
 // so raft sends no per-group heartbeats for it. Instead the host sends every peer host one
-// HostHeartbeat per tick listing (group, term, commit) for the quiesced groups it leads
-// that the peer is a member of.
+// HostHeartbeat per tick, which every listEvery ticks lists (group, term, commit) for the
+// quiesced groups it leads that the peer is a member of.
 //
 // A follower that finds itself listed by the host it follows, at its own term and commit,
 // stops ticking the group while the listings keep coming; if they stop for quietSlack
@@ -35,10 +35,15 @@ const (
 	// quiesceTicks is how long a leader's group must stay idle before it quiesces (its
 	// heartbeats meanwhile carry the commit index to the followers).
 	quiesceTicks = 3
+	// listEvery is how often (in ticks) a host lists its quiesced groups in its
+	// heartbeats; the heartbeat itself (liveness) goes every tick. A listing names every
+	// quiesced group a peer shares, thousands on a busy host: every other tick halves
+	// what idle groups cost.
+	listEvery = 2
 	// quietSlack is how many ticks a follower stays quiet after its last listing (the
-	// hosts' tickers are not aligned, and a heartbeat may be lost); the same bound says
-	// which peers count as live for quiescing.
-	quietSlack = 3
+	// hosts' tickers are not aligned, and a listing may be lost: one missed listing still
+	// arrives within it); the same bound says which peers count as live for quiescing.
+	quietSlack = 2*listEvery + 1
 )
 
 // HostHeartbeat is the coalesced liveness message a host sends each peer host once per
@@ -104,6 +109,12 @@ func (g *group) notePeers() {
 }
 
 // peerLive reports whether a batch from peer arrived within within ticks.
+// PeerLive reports whether this host heard from peer host id within an election timeout
+// (any message counts; this host itself is always live).
+func (h *Host) PeerLive(id uint64) bool {
+	return id == h.id || h.peerLive(id, uint64(h.opts.ElectionTicks))
+}
+
 func (h *Host) peerLive(id uint64, within uint64) bool {
 	p := h.peers.get(id, h.tickNo.Load())
 	return h.tickNo.Load()-p.seen.Load() <= within
