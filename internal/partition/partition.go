@@ -102,9 +102,9 @@ type Partition struct {
 	// leaderEnd is the leader's last Raft index as of the last refresh (what progress is
 	// compared with).
 	leaderEnd uint64
-	changed       chan struct{} // closed and replaced whenever a boundary moves
-	watchers      map[chan struct{}]struct{}
-	closed        bool
+	changed   chan struct{} // closed and replaced whenever a boundary moves
+	watchers  map[chan struct{}]struct{}
+	closed    bool
 
 	onRole func()
 	kick   chan struct{} // the Raft group moved: refresh the boundaries
