@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -174,16 +175,24 @@ func newBroker(t testing.TB, opts BrokerOpts) *Broker {
 	return b
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
+// freeAddr returns a loopback address whose port was free a moment ago. Ports come from
+// below Linux's ephemeral range (32768 and up): a port the kernel hands out for ":0" is
+// also what the many outgoing connections of a parallel test run get, and one of them
+// could take it before the broker binds it.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		port := 10000 + rand.IntN(22000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return addr
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	t.Fatal("no free loopback port found")
+	return ""
 }
 
 // launch starts the process and waits for readiness. On failure the process is reaped.
