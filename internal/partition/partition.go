@@ -584,8 +584,7 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 
 	res := ProduceResult{BaseOffset: base, LogStartOffset: b.LogStart}
 	if acks != -1 {
-		p.signal()
-		return res, nil
+		return res, nil // the host's OnChange after the append refreshes the boundaries
 	}
 	end := base + int64(records32)
 	return res, func(ctx context.Context) ProduceResult {
@@ -596,7 +595,9 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 				stage = raft.StageReplicated
 			}
 			if err = prop.Wait(ctx, stage); err == nil {
-				p.refresh() // the boundaries show the batch before the client hears of it
+				if p.Boundaries().LastVisible < end {
+					p.refresh() // the boundaries show the batch before the client hears of it
+				}
 				if !p.waitHolders(ctx, prop.Index()) {
 					return failed(kerr.NotEnoughReplicasAfterAppend, "the batch was appended but fewer replicas than min.insync.replicas hold it")
 				}
