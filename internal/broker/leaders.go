@@ -213,15 +213,15 @@ func (b *Broker) PartitionView(t controller.Topic, p int32) PartitionView {
 			return v
 		}
 	}
-	if int(p) < len(t.Groups) {
-		if li, ok := b.leaders.get(t.Groups[p]); ok {
-			v.Leader, v.LeaderEpoch, v.ISR = li.leader, int32(min(li.term, 1<<31-1)), li.isr
-			return v
-		}
-	}
+	// The leader's own list, unless this broker's follower replica knows a newer term.
 	if r != nil {
 		if bd := r.p.Boundaries(); bd.Leader != 0 {
 			v.Leader, v.LeaderEpoch, v.ISR = int32(bd.Leader), bd.LeaderEpoch, []int32{int32(bd.Leader)}
+		}
+	}
+	if int(p) < len(t.Groups) {
+		if li, ok := b.leaders.get(t.Groups[p]); ok && int64(li.term) >= int64(v.LeaderEpoch) {
+			v.Leader, v.LeaderEpoch, v.ISR = li.leader, int32(min(li.term, 1<<31-1)), li.isr
 		}
 	}
 	return v

@@ -100,16 +100,18 @@ type Partition struct {
 	inflightBytes int64
 	inflight      []inflightEntry
 	// leaderEnd is the leader's last Raft index as of the last refresh (what progress is
-	// compared with).
-	leaderEnd uint64
-	changed   chan struct{} // closed and replaced whenever a boundary moves
-	watchers  map[chan struct{}]struct{}
-	closed    bool
+	// compared with); applied the last index applied on this replica.
+	leaderEnd, applied uint64
+	changed            chan struct{} // closed and replaced whenever a boundary moves
+	watchers           map[chan struct{}]struct{}
+	closed             bool
 
 	onRole func()
 	kick   chan struct{} // the Raft group moved: refresh the boundaries
-	stop   chan struct{}
-	done   chan struct{}
+
+	refreshMu sync.Mutex // serializes refresh (held across reading the group and applying)
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // Open builds the partition replica and starts its Raft group. A sole voter campaigns at
@@ -204,6 +206,9 @@ func (p *Partition) refreshLoop() {
 // refresh recomputes the boundaries from the Raft group and the log, and wakes everyone
 // waiting on a boundary if any moved.
 func (p *Partition) refresh() {
+	// One at a time: a snapshot of the group read earlier must not overwrite a newer one.
+	p.refreshMu.Lock()
+	defer p.refreshMu.Unlock()
 	st, err := p.host.Status(p.group)
 	if err != nil {
 		return // removed: Close is under way
@@ -228,7 +233,14 @@ func (p *Partition) refresh() {
 		defer p.onRole()
 	}
 	p.releaseCommittedLocked(st.Committed, b.IsLeader && p.bounds.IsLeader && p.bounds.LeaderEpoch == b.LeaderEpoch)
-	p.voters = append(append(p.voters[:0], st.Voters...), st.VotersOutgoing...)
+	// Both halves of a joint configuration, each voter once.
+	p.voters = append(p.voters[:0], st.Voters...)
+	for _, v := range st.VotersOutgoing {
+		if !slices.Contains(p.voters, v) {
+			p.voters = append(p.voters, v)
+		}
+	}
+	p.applied = st.Applied
 	p.progress = st.Progress
 	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
 		clear(p.caughtUp) // a new leadership: every voter starts with the full window
@@ -320,6 +332,15 @@ func (p *Partition) SetConfig(cfg config.TopicConfig) {
 	p.advanceLocked(func(b *Boundaries) {}) // write caching may change what is visible
 	p.mu.Unlock()
 	p.signal()
+}
+
+// appliedOffset is the Kafka offset past the last entry applied on this replica: the log
+// start may not pass it, or raft would find entries it has still to apply gone.
+func (p *Partition) appliedOffset() int64 {
+	p.mu.Lock()
+	applied := p.applied
+	p.mu.Unlock()
+	return p.endOffset(applied)
 }
 
 // Voters is the group's current configuration as this replica knows it (both halves of a
@@ -540,47 +561,37 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		unreserve()
 		return failed(verr.Err, verr.Msg), nil
 	}
-	var prop *raft.Proposal
-	if !dup {
-		// Raft keeps the entry in memory until it is stable and sends it to followers from
-		// there, while the request buffer goes back to the connection: propose a copy.
-		// Proposals are queued in request order under appendMu, but their appends are
-		// awaited outside it, so concurrent requests ride one Raft append and one fsync.
-		prop, err = p.host.ProposeAsync(p.group, bytes.Clone(batch))
-		if err != nil {
-			p.appendMu.Unlock()
-			unreserve()
-			return p.proposalFailed(err), nil
-		}
-		p.recordSequence(h, 0, prop)
-		if len(p.unsettled) >= 1024 {
-			p.unsettled = slices.DeleteFunc(p.unsettled, (*raft.Proposal).Settled)
-		}
-		p.unsettled = append(p.unsettled, prop)
+	if dup {
+		p.appendMu.Unlock()
+		unreserve()
+		return p.produceDuplicate(h, dupOf, acks, b.LogStart)
 	}
+	// Raft keeps the entry in memory until it is stable and sends it to followers from
+	// there, while the request buffer goes back to the connection: propose a copy.
+	// Proposals are queued in request order under appendMu, but their appends are awaited
+	// outside it, so concurrent requests ride one Raft append and one fsync. The proposal
+	// is bound to the term the producer table was checked for: if leadership moved
+	// meanwhile it fails rather than land with a stale dedupe decision.
+	prop, err := p.host.ProposeAsyncInTerm(p.group, bytes.Clone(batch), p.prodTerm)
+	if err != nil {
+		p.appendMu.Unlock()
+		unreserve()
+		return p.proposalFailed(err), nil
+	}
+	p.recordSequence(h, 0, prop)
+	if len(p.unsettled) >= 64 {
+		p.unsettled = slices.DeleteFunc(p.unsettled, (*raft.Proposal).Settled)
+	}
+	p.unsettled = append(p.unsettled, prop)
 	p.appendMu.Unlock()
 
-	var base int64
-	var records32 int32
-	if dup {
+	if err := p.waitAppended(prop); err != nil {
 		unreserve()
-		base, records32 = dupOf.baseOffset, dupOf.records
-		if dupOf.prop != nil { // the original is still on its way into the log
-			prop = dupOf.prop
-			if err := p.waitAppended(prop); err != nil {
-				return p.proposalFailed(err), nil
-			}
-			base, prop = prop.BaseOffset(), nil
-		}
-	} else {
-		if err := p.waitAppended(prop); err != nil {
-			unreserve()
-			return p.proposalFailed(err), nil
-		}
-		base, records32 = prop.BaseOffset(), h.Records()
-		p.trackInflight(prop.Index(), size)
-		reserved = false // released when the entry commits (refresh) or leadership ends
+		return p.proposalFailed(err), nil
 	}
+	base, records32 := prop.BaseOffset(), h.Records()
+	p.trackInflight(prop.Index(), size)
+	reserved = false // released when the entry commits (refresh) or leadership ends
 
 	res := ProduceResult{BaseOffset: base, LogStartOffset: b.LogStart}
 	if acks != -1 {
@@ -588,29 +599,85 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 	}
 	end := base + int64(records32)
 	return res, func(ctx context.Context) ProduceResult {
-		var err error
-		if prop != nil {
-			stage := raft.StageCommitted
-			if p.cfg.Load().WriteCaching {
-				stage = raft.StageReplicated
-			}
-			if err = prop.Wait(ctx, stage); err == nil {
-				if p.Boundaries().LastVisible < end {
-					p.refresh() // the boundaries show the batch before the client hears of it
-				}
-				if !p.waitHolders(ctx, prop.Index()) {
-					return failed(kerr.NotEnoughReplicasAfterAppend, "the batch was appended but fewer replicas than min.insync.replicas hold it")
-				}
-			}
-		} else {
-			err = p.WaitVisible(ctx, end)
-		}
-		if err != nil {
-			return p.proposalFailed(err)
+		if r, ok := p.waitAcked(ctx, prop, end); !ok {
+			return r
 		}
 		res.LogStartOffset = p.Boundaries().LogStart
 		return res
 	}
+}
+
+// waitAcked waits until prop (whose records end at end) satisfies acks=-1: committed, or
+// majority replicated under write caching, and held by min.insync.replicas voters.
+func (p *Partition) waitAcked(ctx context.Context, prop *raft.Proposal, end int64) (ProduceResult, bool) {
+	stage := raft.StageCommitted
+	if p.cfg.Load().WriteCaching {
+		stage = raft.StageReplicated
+	}
+	if err := prop.Wait(ctx, stage); err != nil {
+		return p.proposalFailed(err), false
+	}
+	if p.Boundaries().LastVisible < end {
+		p.refresh() // the boundaries show the batch before the client hears of it
+	}
+	if !p.waitHolders(ctx, prop.Index()) {
+		return failed(kerr.NotEnoughReplicasAfterAppend, "the batch was appended but fewer replicas than min.insync.replicas hold it"), false
+	}
+	return ProduceResult{}, true
+}
+
+// produceDuplicate answers a retried batch with the offset of its original. For acks=-1
+// the retry is acknowledged only under the same rule as the original: through the
+// original's own proposal while this leader still tracks it, else once the offset is
+// visible, the batch stored there is still this producer's (a new leader may have
+// replaced it), and min.insync.replicas voters hold the log up to now.
+func (p *Partition) produceDuplicate(h BatchHeader, orig seqBatch, acks int16, logStart int64) (ProduceResult, func(context.Context) ProduceResult) {
+	base := orig.baseOffset
+	if orig.prop != nil { // the original is still on its way into the log
+		if err := p.waitAppended(orig.prop); err != nil {
+			return p.proposalFailed(err), nil
+		}
+		base = orig.prop.BaseOffset()
+	}
+	res := ProduceResult{BaseOffset: base, LogStartOffset: logStart}
+	if acks != -1 {
+		return res, nil
+	}
+	end := base + int64(orig.records)
+	return res, func(ctx context.Context) ProduceResult {
+		if orig.prop != nil {
+			if r, ok := p.waitAcked(ctx, orig.prop, end); !ok {
+				return r
+			}
+		} else {
+			if err := p.WaitVisible(ctx, end); err != nil {
+				return p.proposalFailed(err)
+			}
+			if !p.storedIs(base, h) {
+				return failed(kerr.NotLeaderForPartition, "the original of this retried batch was replaced by a new leader's log; retry")
+			}
+			p.mu.Lock()
+			upTo := p.leaderEnd
+			p.mu.Unlock()
+			if !p.waitHolders(ctx, upTo) {
+				return failed(kerr.NotEnoughReplicasAfterAppend, "the batch is stored but fewer replicas than min.insync.replicas hold it")
+			}
+		}
+		res.LogStartOffset = p.Boundaries().LogStart
+		return res
+	}
+}
+
+// storedIs reports whether the visible batch at base is h's (same producer, epoch and
+// sequence range).
+func (p *Partition) storedIs(base int64, h BatchHeader) bool {
+	raw, err := p.log.ReadBatches(base, 1, p.Boundaries().LastVisible)
+	if err != nil || len(raw) == 0 {
+		return false
+	}
+	got, ok := ParseBatchHeader(raw)
+	return ok && got.BaseOffset == base && got.ProducerID == h.ProducerID && got.ProducerEpoch == h.ProducerEpoch &&
+		got.BaseSequence == h.BaseSequence && got.LastSequence() == h.LastSequence()
 }
 
 // waitAppended waits (bounded) until the leader appended prop. If it failed, the producer

@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -160,8 +162,6 @@ func (p *Partition) IsLeader() bool { return p.Boundaries().IsLeader }
 
 // DeleteRecords advances the log start offset; -1 means the high watermark.
 func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
 	b := p.Boundaries()
 	if !b.IsLeader {
 		return -1, kerr.NotLeaderForPartition
@@ -171,6 +171,18 @@ func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
 	}
 	if offset < 0 || offset > b.LastVisible {
 		return -1, kerr.OffsetOutOfRange
+	}
+	// Under write caching the high watermark can be ahead of what is committed and
+	// applied here; the log start may not pass that (raft still reads those entries).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.waitFor(ctx, func(*Boundaries) bool { return p.endOffset(p.applied) >= offset }); err != nil {
+		return -1, kerr.RequestTimedOut
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if b = p.Boundaries(); !b.IsLeader {
+		return -1, kerr.NotLeaderForPartition
 	}
 	if offset <= b.LogStart {
 		return b.LogStart, nil
@@ -191,7 +203,7 @@ func (p *Partition) FollowLogStart(start int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	b := p.Boundaries()
-	start = min(start, b.Committed)
+	start = min(start, b.Committed, p.appliedOffset())
 	if b.IsLeader || start <= b.LogStart {
 		return nil
 	}
@@ -211,7 +223,10 @@ func (p *Partition) EnforceRetention() error {
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	start, err := p.log.EnforceRetention(cfg.RetentionMs, cfg.RetentionBytes)
+	p.mu.Lock()
+	applied := p.applied
+	p.mu.Unlock()
+	start, err := p.log.EnforceRetentionUpTo(cfg.RetentionMs, cfg.RetentionBytes, applied)
 	if err != nil {
 		return err
 	}

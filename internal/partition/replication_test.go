@@ -410,3 +410,44 @@ func TestIdleFollowersStayInSync(t *testing.T) {
 		t.Fatalf("ISR of an idle partition whose followers hold everything: %v, want all three", isr)
 	}
 }
+
+// TestRetriedBatchNeverAckedAfterItsOriginalWasReplaced: a producer's retry of a batch is
+// a duplicate of the original's entry; if a new leader's log replaces that entry, the
+// retry must not be acknowledged with the original's offset (another batch sits there).
+func TestRetriedBatchNeverAckedAfterItsOriginalWasReplaced(t *testing.T) {
+	rs := newReplicaSet(t, false)
+	rs.net.isolate(1, true, replicaIDs...)
+	batch := idem(5, 0, 0, 2)
+	res, first := rs.parts[1].Produce(batch, -1)
+	if res.Err != nil {
+		t.Fatalf("produce on the isolated leader: %+v", res)
+	}
+	retry, again := rs.parts[1].Produce(idem(5, 0, 0, 2), -1)
+	if retry.Err != nil || retry.BaseOffset != res.BaseOffset || again == nil {
+		t.Fatalf("retry: %+v, want the original's offset %d and a wait", retry, res.BaseOffset)
+	}
+	results := make(chan ProduceResult, 2)
+	go func() { results <- waitResult(first, 30*time.Second) }()
+	go func() { results <- waitResult(again, 30*time.Second) }()
+	leader := rs.elect(2, 3)
+	if r := waitResult(func(ctx context.Context) ProduceResult {
+		res, w := rs.parts[leader].Produce(kafkatest.Plain(5, 1000).Bytes(), -1)
+		if res.Err != nil {
+			return res
+		}
+		return w(ctx)
+	}, 10*time.Second); r.Err != nil || r.BaseOffset != 0 {
+		t.Fatalf("produce on the new leader: %+v", r)
+	}
+	rs.net.isolate(1, false, replicaIDs...)
+	for range 2 {
+		select {
+		case r := <-results:
+			if r.Err == nil {
+				t.Fatalf("a waiter for the replaced batch was acknowledged: %+v", r)
+			}
+		case <-time.After(40 * time.Second):
+			t.Fatal("a waiter for the replaced batch never returned")
+		}
+	}
+}

@@ -485,6 +485,13 @@ func (h *Host) Propose(ctx context.Context, id uint64, data []byte) (index, term
 
 // ProposeAsync proposes data and returns a handle to wait on its stages.
 func (h *Host) ProposeAsync(id uint64, data []byte) (*Proposal, error) {
+	return h.ProposeAsyncInTerm(id, data, 0)
+}
+
+// ProposeAsyncInTerm is ProposeAsync for a caller whose checks hold only while this
+// replica leads in term: the proposal fails with ErrNotLeader unless it is appended in that
+// term (0: any term).
+func (h *Host) ProposeAsyncInTerm(id uint64, data []byte, term uint64) (*Proposal, error) {
 	if len(data) == 0 {
 		return nil, ErrEmptyProposal
 	}
@@ -493,6 +500,7 @@ func (h *Host) ProposeAsync(id uint64, data []byte) (*Proposal, error) {
 		return nil, err
 	}
 	p := newProposal(data)
+	p.inTerm = term
 	g.inMu.Lock()
 	g.inProps = append(g.inProps, p)
 	g.inMu.Unlock()
@@ -584,6 +592,7 @@ type Proposal struct {
 	data        []byte
 	index, term atomic.Uint64
 	baseOffset  atomic.Int64 // Kafka offset of the entry's first record, once appended
+	inTerm      uint64       // the term it must be appended in (0: any)
 	stages      [3]chan struct{}
 	reached     Stage // guarded by the group's mu
 	failed      chan struct{}
@@ -1024,7 +1033,7 @@ func (h *Host) process(g *group, ob *outbox) bool {
 		g.onWritten(r)
 	}
 	for _, p := range props {
-		if g.state != etcdraft.StateLeader {
+		if g.state != etcdraft.StateLeader || (p.inTerm != 0 && p.inTerm != g.term) {
 			p.fail(ErrNotLeader)
 			continue
 		}
@@ -1134,6 +1143,7 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 			}
 			p.index.Store(e.GetIndex())
 			p.term.Store(e.GetTerm())
+			p.data = nil // raft and the log have it now; waiters keep the handle for long
 			p.reach(StageAppended)
 			g.props = append(g.props, p)
 		}
@@ -1297,13 +1307,17 @@ func (g *group) updateMajority() {
 		g.acked[id] = quorum.Index(v)
 	})
 	// Entries every voter acknowledged durably are no longer read for replication.
+	// A follower whose host is not heard from does not hold entries in memory: when it
+	// comes back it is fed from the files.
 	minMatch := uint64(math.MaxUint64)
 	g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
-		if id != g.h.id {
+		if id != g.h.id && g.h.PeerLive(id) {
 			minMatch = min(minMatch, pr.Match)
 		}
 	})
-	if minMatch != math.MaxUint64 {
+	if minMatch == math.MaxUint64 {
+		g.ls.cache.reset()
+	} else {
 		g.ls.cache.trimBelow(minMatch + 1)
 	}
 	idx := uint64(g.conf.CommittedIndex(g.acked))

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 )
@@ -291,6 +292,12 @@ func (l *Log) removeSegments(victims []*segment) error {
 // first remaining segment and is persisted; the new log start offset is returned. A
 // segment without data batches is dated by its creation time.
 func (l *Log) EnforceRetention(retentionMs, retentionBytes int64) (int64, error) {
+	return l.EnforceRetentionUpTo(retentionMs, retentionBytes, math.MaxUint64)
+}
+
+// EnforceRetentionUpTo is EnforceRetention that removes no segment holding an entry above
+// maxIndex (a Raft replica passes its applied index: entries raft may still read stay).
+func (l *Log) EnforceRetentionUpTo(retentionMs, retentionBytes int64, maxIndex uint64) (int64, error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.RLock()
@@ -299,6 +306,9 @@ func (l *Log) EnforceRetention(retentionMs, retentionBytes int64) (int64, error)
 		return 0, err
 	}
 	n := l.retentionVictims(retentionMs, retentionBytes)
+	for n > 0 && l.segs[n-1].lastIndex > maxIndex {
+		n--
+	}
 	lso := l.lso
 	var newStart int64
 	if n > 0 {
