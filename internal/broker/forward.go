@@ -255,6 +255,11 @@ func (f *forwarder) serve(req forwardRequest) partition.ProduceResult {
 
 func (f *forwarder) reply(to int32, corr uint64, res partition.ProduceResult) {
 	if corr == 0 {
+		// acks=0: nobody waits for the answer, but a refused record must not vanish
+		// without a trace.
+		if res.Err != nil {
+			f.b.lg.Warn("a forwarded acks=0 produce was refused", "from", to, "err", res.Err.Message, "msg", res.Msg)
+		}
 		return
 	}
 	_ = f.b.transport.Send(to, msgForwardResponse, encodeForwardResponse(corr, res)) // lost: the producer times out and retries
