@@ -145,6 +145,13 @@ func formCluster(t *testing.T, k int) *testCluster {
 			t.Fatalf("node %d: %v", i+1, err)
 		}
 	}
+	// Each Start returns once its own registration is applied locally; the tests start
+	// from every broker seeing every other as live.
+	for _, n := range c.nodes {
+		waitFor(t, 10*time.Second, "every broker live everywhere", func() bool {
+			return len(n.service().State().LiveBrokers()) == k
+		})
+	}
 	return c
 }
 

@@ -52,6 +52,15 @@ func startCluster(t *testing.T, n int, args ...string) []*Broker {
 		}
 		t.Cleanup(b.cleanupStop)
 	}
+	// A broker is ready once its own registration is applied; tests start from every
+	// broker listing every other (placement counts the live brokers it knows).
+	for _, b := range bs {
+		adm := b.Admin(t)
+		waitFor(t, 30*time.Second, func() bool {
+			md, err := adm.BrokerMetadata(ctxFor(t, 5*time.Second))
+			return err == nil && len(md.Brokers) == n
+		})
+	}
 	return bs
 }
 
