@@ -34,13 +34,14 @@ func newBenchCmd() *cobra.Command {
   cairn bench consume   consumers reading a topic from the start
   cairn bench e2e       producers and consumers together (produce→consume latency)
   cairn bench disk      sequential write + fdatasync of the disk itself (the baseline)
+  cairn bench tcp       one loopback TCP connection (the baseline for consume)
 
 MB/s is 10^6 payload bytes (record keys and values) per second. A progress line goes to
 stderr every second; the summary goes to stdout, as one JSON object with --json.
 ^C stops a run early and still prints the summary.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchProduceCmd(), newBenchConsumeCmd(), newBenchE2ECmd(), newBenchDiskCmd())
+	cmd.AddCommand(newBenchProduceCmd(), newBenchConsumeCmd(), newBenchE2ECmd(), newBenchDiskCmd(), newBenchTCPCmd())
 	return cmd
 }
 

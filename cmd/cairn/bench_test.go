@@ -368,3 +368,14 @@ func TestBenchStopsOnCancel(t *testing.T) {
 		t.Fatal("bench produce did not stop after cancel")
 	}
 }
+
+func TestBenchTCP(t *testing.T) {
+	m := benchJSON(t, "tcp", "--duration", "300ms", "--write-size", "64KiB")
+	wantNumbers(t, m, []string{"mb_per_s", "duration_s", "bytes"})
+	if _, ok := m["p99_ms"]; ok {
+		t.Errorf("tcp reports a latency: %v", m)
+	}
+	if r := runBench(t, "tcp", "--write-size", "0"); r.err == nil {
+		t.Error("--write-size 0 accepted")
+	}
+}
