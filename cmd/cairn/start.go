@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-io/cairn/internal/broker"
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/kafka"
+	"github.com/cairn-io/cairn/internal/storage"
 )
 
 // startFlags maps each `cairn start` flag to its node property in the registry. The same
@@ -42,6 +43,7 @@ var startFlags = []struct{ flag, property, usage string }{
 
 func newStartCmd() *cobra.Command {
 	var configFile, logLevel string
+	var simulatePowerLoss bool
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Run a broker",
@@ -58,7 +60,7 @@ named by --config, keyed by flag name (for example "node-id: 1"). Flags win over
 			if err != nil {
 				return err
 			}
-			return runBroker(node, logLevel)
+			return runBroker(node, logLevel, simulatePowerLoss)
 		},
 	}
 	for _, f := range startFlags {
@@ -66,6 +68,9 @@ named by --config, keyed by flag name (for example "node-id: 1"). Flags win over
 	}
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML file with start options, keyed by flag name")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	// Not a node property (no environment variable, no YAML key): a switch for fault-injection tests.
+	cmd.Flags().BoolVar(&simulatePowerLoss, "simulate-power-loss", false,
+		"for fault-injection tests only: keep every byte and directory entry that was not fsynced in memory, so a kill -9 loses what a power cut would")
 	return cmd
 }
 
@@ -120,7 +125,7 @@ func startValues(fs *pflag.FlagSet, configFile string) (map[string]string, error
 	return values, nil
 }
 
-func runBroker(node config.NodeConfig, logLevel string) error {
+func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -133,10 +138,20 @@ func runBroker(node config.NodeConfig, logLevel string) error {
 		return err
 	}
 	defer unlock()
+	var fs storage.FS // nil: the real filesystem
+	if simulatePowerLoss {
+		lg.Warn("SIMULATED POWER LOSS MODE: unsynced data lives in memory; for tests only",
+			"data_dir", node.DataDir, "detail", "what was not fsynced is lost when this process dies; the whole data folder is held in RAM")
+		plfs, err := storage.NewPowerLossFS(node.DataDir)
+		if err != nil {
+			return fmt.Errorf("--simulate-power-loss: %w", err)
+		}
+		fs = plfs
+	}
 	b, err := broker.New(broker.Config{
 		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
 		RPCAddr: node.RPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
-		DisableForwarding: !node.ProduceForwarding,
+		DisableForwarding: !node.ProduceForwarding, FS: fs,
 	})
 	if err != nil {
 		return err

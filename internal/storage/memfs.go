@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -260,20 +261,55 @@ func (fs *MemFS) Stat(name string) (os.FileInfo, error) {
 
 // SyncDir makes a directory's current entries its durable entries.
 func (fs *MemFS) SyncDir(name string) error {
+	_, _, err := fs.syncDir(name)
+	return err
+}
+
+// syncDir is SyncDir; it also returns the directory's node and a copy of its new durable
+// entries (PowerLossFS mirrors them on disk).
+func (fs *MemFS) syncDir(name string) (*memNode, map[string]*memNode, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	d := fs.lookup(name)
 	if d == nil {
-		return &os.PathError{Op: "syncdir", Path: name, Err: os.ErrNotExist}
+		return nil, nil, &os.PathError{Op: "syncdir", Path: name, Err: os.ErrNotExist}
 	}
 	if !d.isDir {
-		return &os.PathError{Op: "syncdir", Path: name, Err: errors.New("not a directory")}
+		return nil, nil, &os.PathError{Op: "syncdir", Path: name, Err: errors.New("not a directory")}
 	}
 	d.synced = make(map[string]*memNode, len(d.cur))
 	for k, v := range d.cur {
 		d.synced[k] = v
 	}
-	return nil
+	return d, maps.Clone(d.synced), nil
+}
+
+// syncedEntries returns a copy of directory d's durable entries.
+func (fs *MemFS) syncedEntries(d *memNode) map[string]*memNode {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return maps.Clone(d.synced)
+}
+
+// durableData returns the file's content as of its last Sync. The slice is a snapshot:
+// MemFS never writes to it afterwards (writes below its length copy the data first).
+func (n *memNode) durableData() []byte {
+	n.fmu.RLock()
+	defer n.fmu.RUnlock()
+	return n.durable
+}
+
+// newDurableFile returns a file node whose whole content, data, is durable (PowerLossFS
+// loads what is on disk so). data must not be modified afterwards.
+func newDurableFile(data []byte, mod time.Time) *memNode {
+	return &memNode{data: data, durable: data[:len(data):len(data)], shared: true,
+		dirtyFrom: int64(len(data)), modTime: mod}
+}
+
+// linkDurable adds a durable entry to directory d, which no other goroutine can see yet.
+func (d *memNode) linkDurable(name string, n *memNode) {
+	d.cur[name] = n
+	d.synced[name] = n
 }
 
 // Crash simulates power loss: only synced bytes and synced directory entries survive.
@@ -399,7 +435,9 @@ func (n *memNode) own() {
 
 func (n *memNode) writeAt(p []byte, off int64) {
 	end := off + int64(len(p))
-	if off < int64(len(n.durable)) {
+	// The bytes changed start at off, or at the current end if the write leaves a hole
+	// (zero-filled below); after a truncation that end may be below the durable length.
+	if min(off, int64(len(n.data))) < int64(len(n.durable)) {
 		n.own()
 	}
 	if off < n.dirtyFrom {
