@@ -8,9 +8,10 @@ import (
 	"sort"
 )
 
-// FS is the filesystem seam. Everything the log persists goes through it, so tests (and
-// `cairn start --simulate-power-loss`) can substitute MemFS, which loses whatever was not
-// fsynced when it "crashes".
+// FS is the filesystem seam. Everything the log persists goes through it, so tests can
+// substitute MemFS, which loses whatever was not fsynced when it "crashes", and
+// `cairn start --simulate-power-loss` PowerLossFS, which keeps the unsynced state in memory
+// so that a kill -9 loses exactly what a power cut would.
 type FS interface {
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
 	Remove(name string) error
