@@ -164,6 +164,10 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.fs.MkdirAll(filepath.Join(cfg.DataDir, "topics"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating data folder: %w", err)
 	}
+	// The folder's entry must be durable before replicas are created in it.
+	if err := b.fs.SyncDir(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("syncing data folder: %w", err)
+	}
 
 	var raftHandle rpc.Handler // set before the transport starts
 	tr, err := rpc.New(rpc.Options{
