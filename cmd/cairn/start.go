@@ -35,6 +35,7 @@ var startFlags = []struct{ flag, property, usage string }{
 	{"kafka-addr", config.NodeKafkaAddr, "address the Kafka listener binds"},
 	{"advertised-kafka-addr", config.NodeAdvertisedKafkaAddr, "address clients are told to connect to (default: --kafka-addr)"},
 	{"rpc-addr", config.NodeRPCAddr, "inter-broker RPC address (Raft and produce forwarding)"},
+	{"advertised-rpc-addr", config.NodeAdvertisedRPCAddr, "address other brokers are told to dial for RPC (default: --rpc-addr)"},
 	{"admin-addr", config.NodeAdminAddr, "admin HTTP address: readiness, metrics, pprof"},
 	{"rack", config.NodeRack, "rack this broker runs in"},
 	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers, or of a running cluster to join"},
@@ -150,7 +151,7 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool) 
 	}
 	b, err := broker.New(broker.Config{
 		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
-		RPCAddr: node.RPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
+		RPCAddr: node.RPCAddr, AdvertisedRPCAddr: node.AdvertisedRPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
 		DisableForwarding: !node.ProduceForwarding, FS: fs,
 	})
 	if err != nil {

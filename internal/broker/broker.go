@@ -42,14 +42,17 @@ type Config struct {
 	DataDir             string
 	KafkaAddr           string
 	AdvertisedKafkaAddr string
-	// RPCAddr is where the inter-broker transport listens and what peers dial; "" picks a
-	// free loopback port (tests).
-	RPCAddr   string
-	AdminAddr string
-	Rack      string
-	Seeds     []string
-	FS        storage.FS
-	Logger    *slog.Logger
+	// RPCAddr is where the inter-broker transport listens, and what peers dial unless
+	// AdvertisedRPCAddr is set; "" picks a free loopback port (tests).
+	RPCAddr string
+	// AdvertisedRPCAddr, when set, is the address this broker registers for peers to dial
+	// (a proxy, a NAT or a name in front of RPCAddr); the transport still listens on RPCAddr.
+	AdvertisedRPCAddr string
+	AdminAddr         string
+	Rack              string
+	Seeds             []string
+	FS                storage.FS
+	Logger            *slog.Logger
 	// TickInterval is the Raft tick (default 100ms): elections take 10 ticks or more.
 	TickInterval time.Duration
 	// DisableForwarding stops this broker forwarding produce requests for partitions it
@@ -206,6 +209,11 @@ func New(cfg Config) (*Broker, error) {
 		rpcAddr = tr.Addr().String()
 	}
 	b.cfg.RPCAddr = rpcAddr
+	if cfg.AdvertisedRPCAddr != "" {
+		rpcAddr = cfg.AdvertisedRPCAddr
+	} else {
+		b.cfg.AdvertisedRPCAddr = rpcAddr
+	}
 
 	svc, err := cluster.Start(b.ctx, cluster.Options{
 		NodeID: cfg.NodeID, Dir: filepath.Join(cfg.DataDir, "controller"), FS: cfg.FS,
@@ -625,6 +633,7 @@ func (b *Broker) NodeConfigValues() map[string]string {
 		"kafka.addr":            c.KafkaAddr,
 		"advertised.kafka.addr": c.AdvertisedKafkaAddr,
 		"rpc.addr":              c.RPCAddr,
+		"advertised.rpc.addr":   c.AdvertisedRPCAddr,
 		"admin.addr":            c.AdminAddr,
 		"rack":                  c.Rack,
 		"produce.forwarding":    strconv.FormatBool(!c.DisableForwarding),

@@ -223,8 +223,9 @@ func listenAddrSpec() spec {
 	}}
 }
 
-func advertisedAddrSpec() spec {
-	const valid = "host:port with a dialable host and a port from 1 to 65535, or empty for kafka.addr"
+// advertisedAddrSpec is an address others dial; empty stands for the value of defaultFrom.
+func advertisedAddrSpec(defaultFrom string) spec {
+	valid := "host:port with a dialable host and a port from 1 to 65535, or empty for " + defaultFrom
 	return spec{typ: TypeString, valid: valid, check: func(name, v string) (string, error) {
 		if v == "" {
 			return "", nil

@@ -56,6 +56,7 @@ const (
 const (
 	NodeAdminAddr           = "admin.addr"
 	NodeAdvertisedKafkaAddr = "advertised.kafka.addr"
+	NodeAdvertisedRPCAddr   = "advertised.rpc.addr"
 	NodeDataDir             = "data.dir"
 	NodeKafkaAddr           = "kafka.addr"
 	NodeID                  = "node.id"

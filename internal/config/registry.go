@@ -11,7 +11,7 @@ type Property struct {
 	Name        string
 	Scope       Scope
 	Type        Type
-	Default     string // canonical built-in default; "" for advertised.kafka.addr means DefaultFrom
+	Default     string // canonical built-in default; "" for advertised.*.addr means DefaultFrom
 	Valid       string // the valid values, as docs and error messages state them
 	Description string // one line
 	EnforcedBy  string // the component and behaviour that enforce it, e.g. "storage: segment roll"
@@ -207,12 +207,15 @@ func build() *registry {
 	node(NodeKafkaAddr, "--kafka-addr", listenAddrSpec(), "localhost:9092", "",
 		"Address the Kafka API listener binds.",
 		"kafka: listener")
-	node(NodeAdvertisedKafkaAddr, "--advertised-kafka-addr", advertisedAddrSpec(), "", NodeKafkaAddr,
+	node(NodeAdvertisedKafkaAddr, "--advertised-kafka-addr", advertisedAddrSpec(NodeKafkaAddr), "", NodeKafkaAddr,
 		"Address clients are told to connect to in Metadata responses; kafka.addr when not set.",
 		"broker: Metadata responses")
 	node(NodeRPCAddr, "--rpc-addr", listenAddrSpec(), "localhost:9093", "",
 		"Address the inter-broker RPC listener binds (Raft transport and request forwarding).",
 		"raft: transport")
+	node(NodeAdvertisedRPCAddr, "--advertised-rpc-addr", advertisedAddrSpec(NodeRPCAddr), "", NodeRPCAddr,
+		"Address other nodes dial to reach this node's inter-broker RPC listener, as registered with the cluster; rpc.addr when not set (set it when rpc.addr binds a wildcard, or when peers reach this node through NAT or a proxy).",
+		"broker: cluster registration")
 	node(NodeAdminAddr, "--admin-addr", listenAddrSpec(), ":9644", "",
 		"Address the admin HTTP server binds (admin API, /metrics, health and readiness).",
 		"admin: HTTP server")

@@ -139,7 +139,7 @@ func ResolveCluster(clusterOverrides map[string]string) ClusterConfig {
 
 // ResolveNode validates a node's startup values (keyed by node property name) and returns
 // its effective configuration. Unset properties take their defaults; advertised.kafka.addr
-// takes kafka.addr. Any unknown name or invalid value gives an *Error.
+// takes kafka.addr and advertised.rpc.addr takes rpc.addr. Any unknown name or invalid value gives an *Error.
 func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 	keys := make([]string, 0, len(nodeValues))
 	for k := range nodeValues {
@@ -165,6 +165,7 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		KafkaAddr:           get(NodeKafkaAddr),
 		AdvertisedKafkaAddr: get(NodeAdvertisedKafkaAddr),
 		RPCAddr:             get(NodeRPCAddr),
+		AdvertisedRPCAddr:   get(NodeAdvertisedRPCAddr),
 		AdminAddr:           get(NodeAdminAddr),
 		Rack:                get(NodeRack),
 		Seeds:               seeds,
@@ -205,8 +206,8 @@ func DescribeTopic(topicOverrides, clusterOverrides map[string]string) []Value {
 // DescribeBroker describes every cluster and node property, sorted by name. Cluster
 // properties report DYNAMIC_DEFAULT_BROKER_CONFIG when overridden, else DEFAULT_CONFIG.
 // Node properties are read-only and report STATIC_BROKER_CONFIG when present in nodeValues,
-// else DEFAULT_CONFIG (advertised.kafka.addr, when unset or empty, reports kafka.addr's
-// value and source). Synonyms run most specific first.
+// else DEFAULT_CONFIG (advertised.kafka.addr and advertised.rpc.addr, when unset or empty,
+// report kafka.addr's and rpc.addr's value and source). Synonyms run most specific first.
 func DescribeBroker(nodeValues map[string]string, clusterOverrides map[string]string) []Value {
 	var out []Value
 	for i := range reg.props {

@@ -130,7 +130,7 @@ func TestResolveNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := NodeConfig{NodeID: 1, ProduceForwarding: true, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
-		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdminAddr: ":9644"}
+		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
@@ -144,6 +144,17 @@ func TestResolveNode(t *testing.T) {
 	got, _ = ResolveNode(map[string]string{"kafka.addr": ":19092", "advertised.kafka.addr": "h:9092"})
 	if got.AdvertisedKafkaAddr != "h:9092" {
 		t.Fatalf("advertised: %q", got.AdvertisedKafkaAddr)
+	}
+	got, _ = ResolveNode(map[string]string{"rpc.addr": ":19093"})
+	if got.RPCAddr != ":19093" || got.AdvertisedRPCAddr != ":19093" {
+		t.Fatalf("advertised rpc default: %+v", got)
+	}
+	got, _ = ResolveNode(map[string]string{"rpc.addr": ":19093", "advertised.rpc.addr": "h:29093"})
+	if got.RPCAddr != ":19093" || got.AdvertisedRPCAddr != "h:29093" {
+		t.Fatalf("advertised rpc: %+v", got)
+	}
+	if _, err := ResolveNode(map[string]string{"advertised.rpc.addr": "0.0.0.0:9093"}); err == nil {
+		t.Fatal("wildcard advertised.rpc.addr accepted")
 	}
 	if _, err := ResolveNode(map[string]string{"node.id": "-4"}); err == nil {
 		t.Fatal("bad node.id accepted")
@@ -284,6 +295,15 @@ func TestDescribeBroker(t *testing.T) {
 	v = find(t, DescribeBroker(nil, nil), "advertised.kafka.addr")
 	if v.Value != "localhost:9092" || v.Source != SourceDefault {
 		t.Errorf("advertised default: %+v", v)
+	}
+	v = find(t, DescribeBroker(map[string]string{"advertised.rpc.addr": "h:2"}, nil), "advertised.rpc.addr")
+	if v.Value != "h:2" || v.Source != SourceStaticBroker {
+		t.Errorf("advertised rpc set: %+v", v)
+	}
+	v = find(t, DescribeBroker(map[string]string{"rpc.addr": "r:3"}, nil), "advertised.rpc.addr")
+	if v.Value != "r:3" || v.Source != SourceStaticBroker || !reflect.DeepEqual(v.Synonyms, []Synonym{
+		{"rpc.addr", "r:3", SourceStaticBroker}, {"rpc.addr", "localhost:9093", SourceDefault}}) {
+		t.Errorf("advertised rpc from rpc.addr: %+v", v)
 	}
 	v = find(t, DescribeBroker(map[string]string{"seeds": "a:1 , b:2"}, nil), "seeds")
 	if v.Value != "a:1,b:2" || v.Type != KafkaTypeList {

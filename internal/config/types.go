@@ -186,6 +186,7 @@ type NodeConfig struct {
 	KafkaAddr           string
 	AdvertisedKafkaAddr string // kafka.addr when not set
 	RPCAddr             string
+	AdvertisedRPCAddr   string // rpc.addr when not set
 	AdminAddr           string
 	Rack                string // "" when the node declares no rack
 	Seeds               []string

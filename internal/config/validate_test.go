@@ -132,6 +132,11 @@ var validationCases = map[string][]vcase{
 		bad(":9092", "host is empty"), bad("0.0.0.0:9092", "wildcard"), bad("[::]:9092", "wildcard"),
 		bad("b1:0", "port 0"), bad("b1", "not a host:port"),
 	},
+	"advertised.rpc.addr": {
+		ok("", ""), ok("broker-1.example:9093", "broker-1.example:9093"), ok("10.0.0.5:19093", "10.0.0.5:19093"),
+		bad(":9093", "host is empty"), bad("0.0.0.0:9093", "wildcard"), bad("[::]:9093", "wildcard"),
+		bad("b1:0", "port 0"), bad("b1", "not a host:port"),
+	},
 	"rack": {
 		ok("", ""), ok("us-east-1a", "us-east-1a"),
 		bad("rack a", "spaces"), bad(strings.Repeat("r", 256), "longer than 255"),
