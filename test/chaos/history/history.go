@@ -322,4 +322,3 @@ func LoadFile(path string) ([]Op, error) {
 	defer f.Close()
 	return Load(f)
 }
-
