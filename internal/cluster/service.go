@@ -185,6 +185,9 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: opening the controller log: %w", err)
 	}
+	// A restart replays the committed entries, which also name the peers to dial: after a
+	// whole-cluster restart nobody else can tell this broker where they are.
+	ls.PersistCommitEagerly()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
 		opts: opts, fs: fs, log: opts.Logger.With("node", opts.NodeID, "component", "cluster"),

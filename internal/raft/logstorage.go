@@ -36,6 +36,21 @@ type LogStorage struct {
 	st raftState
 
 	cache entryCache
+
+	// eagerCommit makes SetHardState persist every new commit index (see
+	// PersistCommitEagerly).
+	eagerCommit bool
+}
+
+// PersistCommitEagerly makes SetHardState persist every new commit index, not only new
+// terms and votes. A group whose state machine is replayed from its own log at start (the
+// controller: it also tells a restarted broker where its peers are) needs the commit
+// index on disk; partition groups learn it again from their leader. Call it before the
+// group runs.
+func (s *LogStorage) PersistCommitEagerly() {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.eagerCommit = true
 }
 
 var _ etcdraft.Storage = (*LogStorage)(nil)
@@ -355,7 +370,7 @@ func (s *LogStorage) SetHardState(hs *pb.HardState) error {
 	s.mu.Lock()
 	st := s.st.clone()
 	s.mu.Unlock()
-	if st.Term == hs.GetTerm() && st.Vote == hs.GetVote() {
+	if st.Term == hs.GetTerm() && st.Vote == hs.GetVote() && (!s.eagerCommit || hs.GetCommit() <= st.Commit) {
 		// Only the commit index moved. Raft needs a durable term and vote, not a durable
 		// commit: after a restart a lower commit is learned again from the leader (or, for
 		// a sole voter, from its next election). Keeping it in memory spares the three

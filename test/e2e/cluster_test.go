@@ -689,3 +689,35 @@ func TestClusterForwardingOff(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterWholeClusterKill9: every broker is killed at once and all restart together;
+// the controller group recovers by itself (a restarted broker learns where its peers are
+// from its own log) and every acknowledged record is still there.
+func TestClusterWholeClusterKill9(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	const topic = "whole"
+	createReplicatedTopic(t, bs[0].Admin(t), topic, 3, 3)
+	acked := produceSync(t, clusterClient(t, bs, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks())), topic, "w", 150)
+	for _, b := range bs {
+		b.Kill9()
+	}
+	errs := make([]error, len(bs))
+	var wg sync.WaitGroup
+	for i, b := range bs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.launch()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("restarting broker %d after the whole cluster was killed: %v\n%s", i+1, err, tailFile(bs[i].logPath, 40))
+		}
+	}
+	checkAckedReadable(t, acked, consumeAll(t, bs[1], topic, 3, 150))
+	more := produceSync(t, clusterClient(t, bs, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks())), topic, "x", 30)
+	checkAckedReadable(t, more, consumeAll(t, bs[2], topic, 3, 180))
+}
