@@ -1,0 +1,439 @@
+// Command chaos runs a randomized fault-injection session against a real Cairn cluster and
+// checks the recorded history against the durability contract (issue 5):
+//
+//	go run ./test/chaos --duration 60s --seed 7 --mode strict --faults kill,pause,partition,power
+//
+// It starts --brokers cairn processes behind link proxies (test/chaos/harness), runs
+// idempotent franz-go producers and a consumer that record every operation
+// (test/chaos/history), injects faults on a schedule drawn from --seed, then heals
+// everything, reads every partition back and checks. It prints the seed and a summary line,
+// and exits non-zero on any violation, keeping the history and the broker logs in --out.
+//
+// Modes:
+//   - strict: acks=-1 on a strict topic; any mix of the chosen faults on any number of
+//     brokers; no acknowledged write may be lost.
+//   - write-caching: acks=-1 on a write-caching topic; power losses of a minority lose
+//     nothing, of a majority (marked lossy) only a clean suffix per partition.
+//   - acks1: acks=1; leader failover may lose writes, offsets may never be inconsistent.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cairn-io/cairn/test/chaos/harness"
+	"github.com/cairn-io/cairn/test/chaos/history"
+)
+
+const topic = "chaos"
+
+type config struct {
+	duration   time.Duration
+	seed       uint64
+	mode       history.Mode
+	faults     map[string]bool
+	brokers    int
+	partitions int
+	producers  int
+	out        string
+	binary     string
+}
+
+func main() {
+	var (
+		cfg    config
+		mode   string
+		faults string
+	)
+	flag.DurationVar(&cfg.duration, "duration", time.Minute, "how long faults are injected (the session also sets up, heals and checks)")
+	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
+	flag.StringVar(&mode, "mode", "strict", "strict, write-caching or acks1")
+	flag.StringVar(&faults, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power")
+	flag.IntVar(&cfg.brokers, "brokers", 3, "number of brokers")
+	flag.IntVar(&cfg.partitions, "partitions", 3, "partitions of the topic (replication factor = min(3, brokers))")
+	flag.IntVar(&cfg.producers, "producers", 3, "idempotent producers")
+	flag.StringVar(&cfg.out, "out", "", "folder for the history and logs (default: a new temporary folder; removed after a clean run)")
+	flag.StringVar(&cfg.binary, "binary", "", "cairn binary to run (default: build ./cmd/cairn)")
+	flag.Parse()
+	var err error
+	if cfg.mode, err = history.ParseMode(mode); err != nil {
+		fail(err)
+	}
+	cfg.faults = map[string]bool{}
+	for _, f := range strings.Split(faults, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "kill", "pause", "partition", "power":
+			cfg.faults[f] = true
+		case "":
+		default:
+			fail(fmt.Errorf("unknown fault %q (want kill, pause, partition or power)", f))
+		}
+	}
+	if len(cfg.faults) == 0 {
+		fail(errors.New("--faults names no fault"))
+	}
+	if cfg.brokers < 1 || cfg.partitions < 1 || cfg.producers < 1 || cfg.duration <= 0 {
+		fail(errors.New("--brokers, --partitions, --producers and --duration must be positive"))
+	}
+	if cfg.seed == 0 {
+		cfg.seed = uint64(time.Now().UnixNano())
+	}
+	keep := cfg.out != ""
+	if cfg.out == "" {
+		if cfg.out, err = os.MkdirTemp("", "cairn-chaos-"); err != nil {
+			fail(err)
+		}
+	}
+	fmt.Printf("chaos: seed %d, mode %s, faults %s, %d brokers, duration %v, output %s\n",
+		cfg.seed, cfg.mode, faults, cfg.brokers, cfg.duration, cfg.out)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, cfg)
+	if res != nil {
+		fmt.Println("chaos:", res.Summary.String())
+		for _, v := range res.Violations() {
+			fmt.Println("  violation:", v)
+		}
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "chaos: %v (seed %d; history and logs kept in %s)\n", err, cfg.seed, cfg.out)
+		os.Exit(2)
+	case !res.Valid():
+		fmt.Fprintf(os.Stderr, "chaos: the history violates the %s contract (seed %d; history and logs kept in %s)\n", cfg.mode, cfg.seed, cfg.out)
+		os.Exit(1)
+	}
+	if !keep {
+		os.RemoveAll(cfg.out)
+	}
+	fmt.Println("chaos: ok")
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "chaos:", err)
+	os.Exit(2)
+}
+
+// run is one session: start, load, faults, heal, final read, check.
+func run(ctx context.Context, cfg config) (*history.Result, error) {
+	power := cfg.faults["power"]
+	cl, err := harness.Start(ctx, harness.Options{N: cfg.brokers, Binary: cfg.binary, LogDir: filepath.Join(cfg.out, "logs"),
+		SimulatePowerLoss: power, LogLevel: "info"})
+	if err != nil {
+		return nil, fmt.Errorf("starting the cluster: %w", err)
+	}
+	defer cl.Close()
+
+	rf := int16(min(3, cfg.brokers))
+	adm, err := cl.Client()
+	if err != nil {
+		return nil, err
+	}
+	configs := map[string]*string{}
+	if cfg.mode == history.WriteCaching {
+		configs["write.caching"] = kadm.StringPtr("true")
+	}
+	if resp, err := kadm.NewClient(adm).CreateTopic(ctx, int32(cfg.partitions), rf, configs, topic); err != nil || resp.Err != nil {
+		adm.Close()
+		return nil, fmt.Errorf("creating the topic: %v %v", err, resp.Err)
+	}
+	adm.Close()
+
+	rec, err := history.CreateFile(filepath.Join(cfg.out, "history.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range cfg.producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			produceLoop(loadCtx, cl, rec, cfg.mode, fmt.Sprintf("p%d", i))
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		consumeLoop(loadCtx, cl, rec, cfg.partitions)
+	}()
+
+	schedErr := schedule(ctx, cl, rec, cfg)
+	// Heal everything, let the load run on a healthy cluster for a moment, then stop it.
+	cl.HealAll()
+	var down []int
+	for id := 1; id <= cfg.brokers; id++ {
+		if !cl.Broker(id).Running() {
+			down = append(down, id)
+		} else {
+			_ = cl.Resume(id)
+		}
+	}
+	if err := startAll(ctx, cl, down); err != nil && schedErr == nil {
+		schedErr = fmt.Errorf("restarting brokers %v after the faults: %w", down, err)
+	}
+	if schedErr == nil {
+		schedErr = cl.WaitFormed(ctx)
+	}
+	sleepCtx(ctx, 3*time.Second)
+	stopLoad()
+	wg.Wait()
+	if err := rec.Close(); err != nil && schedErr == nil {
+		schedErr = err
+	}
+	if schedErr != nil {
+		return nil, schedErr
+	}
+	final, err := finalRead(ctx, cl, cfg.partitions)
+	if err != nil {
+		return nil, fmt.Errorf("final read: %w", err)
+	}
+	return history.CheckFile(filepath.Join(cfg.out, "history.jsonl"), final, history.Options{
+		Mode: cfg.mode, AllowSuffixLoss: cfg.mode == history.WriteCaching && power})
+}
+
+// produceLoop sends unique values from one goroutine (so the invocation order is the send
+// order the checker expects) until ctx ends, then waits for every outcome.
+func produceLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, mode history.Mode, process string) {
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(45 * time.Second),
+		kgo.MaxBufferedRecords(64), kgo.ProducerLinger(2 * time.Millisecond)}
+	if mode == history.Acks1 {
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	} else {
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	c, err := cl.Client(opts...)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	for i := 0; ctx.Err() == nil; i++ {
+		r := &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("%s-%07d", process, i))}
+		id := history.InvokeProduce(rec, process, r)
+		c.Produce(context.Background(), r, history.ProducePromise(rec, id))
+	}
+	flushCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_ = c.Flush(flushCtx)
+}
+
+// consumeLoop reads every partition from the start and records each poll.
+func consumeLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, partitions int) {
+	from := map[int32]kgo.Offset{}
+	for p := range partitions {
+		from[int32(p)] = kgo.NewOffset().AtStart()
+	}
+	c, err := cl.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	for ctx.Err() == nil {
+		fs := c.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		history.RecordFetches(rec, "c0", fs)
+	}
+}
+
+// schedule injects faults drawn from the seed until the duration passes.
+func schedule(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, cfg config) error {
+	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
+	var kinds []string
+	for _, k := range []string{"kill", "pause", "partition", "power"} {
+		if cfg.faults[k] {
+			kinds = append(kinds, k)
+		}
+	}
+	n := cfg.brokers
+	minority := (n - 1) / 2
+	end := time.Now().Add(cfg.duration)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		sleepCtx(ctx, time.Duration(1000+rng.IntN(2000))*time.Millisecond)
+		kind := kinds[rng.IntN(len(kinds))]
+		// How many brokers the fault hits: in strict mode any number; otherwise a
+		// minority, except that write-caching sessions also cut power to a majority.
+		count := 1
+		switch {
+		case cfg.mode == history.Strict:
+			count = 1 + rng.IntN(n)
+		case cfg.mode == history.WriteCaching && kind == "power":
+			count = 1 + rng.IntN(n)
+		default:
+			count = max(1, min(minority, 1+rng.IntN(n)))
+		}
+		ids := rng.Perm(n)[:count]
+		for i := range ids {
+			ids[i]++
+		}
+		slices.Sort(ids)
+		lossy := kind == "power" && cfg.mode == history.WriteCaching && count > minority
+		name := fmt.Sprintf("%s %v", kind, ids)
+		if kind != "power" {
+			rec.Fault(name, false)
+		}
+		fmt.Printf("chaos: %s: %s\n", time.Now().Format("15:04:05.000"), name)
+		var err error
+		switch kind {
+		case "kill":
+			for _, id := range ids {
+				if err = cl.Kill9(id); err != nil {
+					break
+				}
+			}
+			sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
+			if serr := startAll(ctx, cl, ids); serr != nil && err == nil {
+				err = serr
+			}
+		case "pause":
+			for _, id := range ids {
+				if err = cl.Pause(id); err != nil {
+					break
+				}
+			}
+			sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
+			for _, id := range ids {
+				if rerr := cl.Resume(id); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+		case "partition":
+			for _, id := range ids {
+				if err = cl.Isolate(id); err != nil {
+					break
+				}
+			}
+			sleepCtx(ctx, time.Duration(1000+rng.IntN(3000))*time.Millisecond)
+			cl.HealAll()
+		case "power":
+			// A kill -9 of a broker running with --simulate-power-loss is its power cut.
+			// The marker goes in once they are all down: a write acknowledged before it
+			// may be lost (when the fault is lossy), none acknowledged after it can be.
+			for _, id := range ids {
+				if err = cl.Kill9(id); err != nil {
+					break
+				}
+			}
+			rec.Fault(name, lossy)
+			if err == nil {
+				sleepCtx(ctx, time.Duration(200+rng.IntN(1000))*time.Millisecond)
+				err = startAll(ctx, cl, ids)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("fault %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// finalRead reads every partition from its log start to its end, through a healthy cluster.
+func finalRead(ctx context.Context, cl *harness.Cluster, partitions int) (history.Final, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	adm, err := cl.Client()
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	k := kadm.NewClient(adm)
+	var starts, ends kadm.ListedOffsets
+	for {
+		starts, err = k.ListStartOffsets(ctx, topic)
+		if err == nil && starts.Error() == nil {
+			ends, err = k.ListEndOffsets(ctx, topic)
+			if err == nil && ends.Error() == nil {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("listing offsets: %v", err)
+		}
+		sleepCtx(ctx, 500*time.Millisecond)
+	}
+	final := history.Final{}
+	for p := range partitions {
+		s, _ := starts.Lookup(topic, int32(p))
+		e, _ := ends.Lookup(topic, int32(p))
+		recs, err := readRange(ctx, cl, int32(p), s.Offset, e.Offset)
+		if err != nil {
+			return nil, err
+		}
+		final[history.TP{Topic: topic, Partition: int32(p)}] = history.FinalFromRecords(s.Offset, recs)
+	}
+	return final, nil
+}
+
+func readRange(ctx context.Context, cl *harness.Cluster, p int32, from, to int64) ([]*kgo.Record, error) {
+	if from >= to {
+		return nil, nil
+	}
+	c, err := cl.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
+		kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var out []*kgo.Record
+	for {
+		fs := c.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("partition %d: read %d records up to offset %d of %d", p, len(out), lastOffset(out), to)
+		}
+		for _, r := range fs.Records() {
+			if r.Offset < to {
+				out = append(out, r)
+			}
+		}
+		if len(out) > 0 && out[len(out)-1].Offset >= to-1 {
+			return out, nil
+		}
+	}
+}
+
+// startAll starts the brokers together: a restarted broker is ready only once a quorum of
+// the controller is up, which may need the others.
+func startAll(ctx context.Context, cl *harness.Cluster, ids []int) error {
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = cl.Start(ctx, id)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func lastOffset(rs []*kgo.Record) int64 {
+	if len(rs) == 0 {
+		return -1
+	}
+	return rs[len(rs)-1].Offset
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
