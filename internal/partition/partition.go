@@ -787,24 +787,12 @@ func (p *Partition) releaseCommittedLocked(committed uint64, leader bool) {
 // waitHolders waits until at least min.insync.replicas voters hold the entry at index;
 // false if ctx ends first (or the replica stops leading).
 func (p *Partition) waitHolders(ctx context.Context, index uint64) bool {
-	for {
-		p.mu.Lock()
-		if p.holdersLocked(index) >= p.minInsyncLocked() {
-			p.mu.Unlock()
-			return true
-		}
-		if p.closed || !p.bounds.IsLeader {
-			p.mu.Unlock()
-			return false
-		}
-		ch := p.changed
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		}
-	}
+	held := false
+	err := p.waitFor(ctx, func(b *Boundaries) bool {
+		held = p.holdersLocked(index) >= p.minInsyncLocked() // waitFor holds p.mu
+		return held || !b.IsLeader
+	})
+	return err == nil && held
 }
 
 // appendTimeout bounds how long a produce waits for the leader's own append (no fsync,
@@ -837,24 +825,7 @@ func (p *Partition) isClosed() bool {
 
 // WaitVisible blocks until last visible reaches end, the partition closes, or ctx ends.
 func (p *Partition) WaitVisible(ctx context.Context, end int64) error {
-	for {
-		p.mu.Lock()
-		if p.bounds.LastVisible >= end {
-			p.mu.Unlock()
-			return nil
-		}
-		if p.closed {
-			p.mu.Unlock()
-			return errPartitionClosed
-		}
-		ch := p.changed
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return p.waitFor(ctx, func(b *Boundaries) bool { return b.LastVisible >= end })
 }
 
 // stop removes the group from the host (its waiting proposals fail) and stops the
