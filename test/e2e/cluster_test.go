@@ -130,6 +130,36 @@ func leaderOf(t testing.TB, bs []*Broker, topic string, p int32) int {
 	return idx
 }
 
+// producing runs an idempotent acks=all producer over the cluster, as fast as 100 buffered
+// records allow, until stop is called (also at the test's end): values "v-<i>", keyed
+// "k<i%17>" when keyed. Every outcome goes to the returned log.
+func producing(t *testing.T, bs []*Broker, topic string, keyed bool) (prod *kgo.Client, log *ackLog, stop func()) {
+	prod = clusterClient(t, bs, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(60*time.Second), kgo.MaxBufferedRecords(100))
+	log = &ackLog{}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			r := &kgo.Record{Value: []byte(fmt.Sprintf("v-%07d", i))}
+			if keyed {
+				r.Key = []byte(fmt.Sprintf("k%d", i%17))
+			}
+			prod.Produce(context.Background(), r, log.callback)
+		}
+	}()
+	stop = sync.OnceFunc(func() { close(done); wg.Wait() })
+	t.Cleanup(func() { prod.Close(); stop() })
+	return prod, log, stop
+}
+
 // TestClusterMetadataAndReplication: three founders form one cluster; every broker lists
 // every broker and each partition's replicas and ISR (kcat -L); records produced through
 // one broker are read through another; every replica ends with the same log.
@@ -196,25 +226,7 @@ func TestClusterLeaderKill9UnderLoad(t *testing.T) {
 	const topic = "failover"
 	createReplicatedTopic(t, bs[0].Admin(t), topic, 1, 3)
 
-	prod := clusterClient(t, bs, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordDeliveryTimeout(60*time.Second), kgo.MaxBufferedRecords(100))
-	var log ackLog
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			prod.Produce(context.Background(), &kgo.Record{Value: []byte(fmt.Sprintf("v-%07d", i))}, log.callback)
-		}
-	}()
-	stopLoop := sync.OnceFunc(func() { close(stop); wg.Wait() })
-	t.Cleanup(func() { prod.Close(); stopLoop() })
+	prod, log, stopLoop := producing(t, bs, topic, false)
 
 	waitFor(t, 60*time.Second, func() bool { return log.count() >= 500 })
 	victim := leaderOf(t, bs, topic, 0)
@@ -423,25 +435,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	const topic, parts = "rolling", 3
 	createReplicatedTopic(t, bs[0].Admin(t), topic, parts, 3)
 
-	prod := clusterClient(t, bs, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordDeliveryTimeout(60*time.Second), kgo.MaxBufferedRecords(100))
-	var log ackLog
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			prod.Produce(context.Background(), &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i%17)), Value: []byte(fmt.Sprintf("v-%07d", i))}, log.callback)
-		}
-	}()
-	stopLoop := sync.OnceFunc(func() { close(stop); wg.Wait() })
-	t.Cleanup(func() { prod.Close(); stopLoop() })
+	prod, log, stopLoop := producing(t, bs, topic, true)
 
 	// inSync: every partition's leader reports all three replicas in sync.
 	inSync := func() bool {
