@@ -371,14 +371,16 @@ func (c *Cluster) WaitFormed(ctx context.Context) error {
 		if !b.Running() {
 			continue
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.KafkaAddr), kgo.ClientID("cairn-chaos-harness"))
-		if err != nil {
-			return err
-		}
-		adm := kadm.NewClient(cl)
 		var last error
 		for {
-			md, err := adm.BrokerMetadata(ctx)
+			// A fresh client each time: its first request goes to its seed, so the answer
+			// is b's own view (a reused client may ask any broker it has learned of).
+			cl, err := kgo.NewClient(kgo.SeedBrokers(b.KafkaAddr), kgo.ClientID("cairn-chaos-harness"))
+			if err != nil {
+				return err
+			}
+			md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+			cl.Close()
 			if err == nil && len(md.Brokers) == len(c.brokers) {
 				break
 			}
@@ -389,12 +391,10 @@ func (c *Cluster) WaitFormed(ctx context.Context) error {
 			}
 			select {
 			case <-ctx.Done():
-				cl.Close()
 				return fmt.Errorf("broker %d does not list all %d brokers: %v", b.ID, len(c.brokers), last)
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
-		cl.Close()
 	}
 	return nil
 }
