@@ -219,6 +219,15 @@ func (rs *replicaSet) elect(id uint64, others ...uint64) uint64 {
 	return 0
 }
 
+// produceAcked produces batch at acks=-1 and waits (up to d) for the answer.
+func produceAcked(p *Partition, batch []byte, d time.Duration) ProduceResult {
+	res, wait := p.Produce(batch, -1)
+	if res.Err != nil {
+		return res
+	}
+	return waitResult(wait, d)
+}
+
 func waitResult(wait func(context.Context) ProduceResult, d time.Duration) ProduceResult {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -307,13 +316,7 @@ func TestTruncatedEntryFailsItsWaiter(t *testing.T) {
 	done := make(chan ProduceResult, 1)
 	go func() { done <- waitResult(wait, 30*time.Second) }()
 	leader := rs.elect(2, 3)
-	if r := waitResult(func(ctx context.Context) ProduceResult {
-		res, w := rs.parts[leader].Produce(kafkatest.Plain(5, 1000).Bytes(), -1)
-		if res.Err != nil {
-			return res
-		}
-		return w(ctx)
-	}, 10*time.Second); r.Err != nil || r.BaseOffset != 0 {
+	if r := produceAcked(rs.parts[leader], kafkatest.Plain(5, 1000).Bytes(), 10*time.Second); r.Err != nil || r.BaseOffset != 0 {
 		t.Fatalf("produce on the new leader: %+v", r)
 	}
 	rs.net.isolate(1, false, replicaIDs...)
@@ -338,13 +341,7 @@ func TestMinInsyncReplicas(t *testing.T) {
 	cfg := rs.parts[1].Config()
 	cfg.MinInsyncReplicas = 3
 	rs.parts[1].SetConfig(cfg)
-	if r := waitResult(func(ctx context.Context) ProduceResult {
-		res, w := rs.parts[1].Produce(kafkatest.Plain(1, 1000).Bytes(), -1)
-		if res.Err != nil {
-			return res
-		}
-		return w(ctx)
-	}, 10*time.Second); r.Err != nil {
+	if r := produceAcked(rs.parts[1], kafkatest.Plain(1, 1000).Bytes(), 10*time.Second); r.Err != nil {
 		t.Fatalf("all three in sync, min.insync.replicas=3: %+v", r)
 	}
 	// Follower 3 goes away: commit still needs only two, but min.insync.replicas=3 wants
@@ -384,13 +381,7 @@ func TestMinInsyncReplicas(t *testing.T) {
 // heard from stay in the ISR however long it stays idle.
 func TestIdleFollowersStayInSync(t *testing.T) {
 	rs := newReplicaSet(t, false)
-	if r := waitResult(func(ctx context.Context) ProduceResult {
-		res, w := rs.parts[1].Produce(kafkatest.Plain(2, 1000).Bytes(), -1)
-		if res.Err != nil {
-			return res
-		}
-		return w(ctx)
-	}, 10*time.Second); r.Err != nil {
+	if r := produceAcked(rs.parts[1], kafkatest.Plain(2, 1000).Bytes(), 10*time.Second); r.Err != nil {
 		t.Fatalf("produce: %+v", r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -430,13 +421,7 @@ func TestRetriedBatchNeverAckedAfterItsOriginalWasReplaced(t *testing.T) {
 	go func() { results <- waitResult(first, 30*time.Second) }()
 	go func() { results <- waitResult(again, 30*time.Second) }()
 	leader := rs.elect(2, 3)
-	if r := waitResult(func(ctx context.Context) ProduceResult {
-		res, w := rs.parts[leader].Produce(kafkatest.Plain(5, 1000).Bytes(), -1)
-		if res.Err != nil {
-			return res
-		}
-		return w(ctx)
-	}, 10*time.Second); r.Err != nil || r.BaseOffset != 0 {
+	if r := produceAcked(rs.parts[leader], kafkatest.Plain(5, 1000).Bytes(), 10*time.Second); r.Err != nil || r.BaseOffset != 0 {
 		t.Fatalf("produce on the new leader: %+v", r)
 	}
 	rs.net.isolate(1, false, replicaIDs...)
