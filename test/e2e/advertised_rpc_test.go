@@ -127,29 +127,11 @@ func TestClusterAdvertisedRPCAddr(t *testing.T) {
 		}})
 		bs[i].KafkaAddr, bs[i].AdminAddr, bs[i].RPCAddr = addrs[i][0], addrs[i][1], addrs[i][2]
 	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, b := range bs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.launch()
-		}()
-	}
-	wg.Wait()
-	for i, b := range bs {
-		if errs[i] != nil {
-			t.Fatalf("starting broker %d: %v\nlog tail:\n%s", i+1, errs[i], tailFile(b.logPath, 60))
-		}
-		t.Cleanup(b.cleanupStop)
-	}
 	for _, b := range bs {
-		adm := b.Admin(t)
-		waitFor(t, 30*time.Second, func() bool {
-			md, err := adm.BrokerMetadata(ctxFor(t, 5*time.Second))
-			return err == nil && len(md.Brokers) == n
-		})
+		t.Cleanup(b.cleanupStop) // a broker that never started has nothing to stop
 	}
+	launchTogether(t, bs)
+	waitListed(t, bs)
 
 	// The node property is visible, and is the forwarder's address, not the bind address.
 	for i, b := range bs {

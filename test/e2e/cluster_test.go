@@ -36,7 +36,20 @@ func startCluster(t *testing.T, n int, args ...string) []*Broker {
 			Args: append([]string{"--seeds", strings.Join(seeds, ","), "--rack", fmt.Sprintf("rack-%d", i+1)}, args...)})
 		bs[i].KafkaAddr, bs[i].AdminAddr, bs[i].RPCAddr = addrs[i][0], addrs[i][1], addrs[i][2]
 	}
-	errs := make([]error, n)
+	for _, b := range bs {
+		t.Cleanup(b.cleanupStop) // a broker that never started has nothing to stop
+	}
+	launchTogether(t, bs)
+	waitListed(t, bs)
+	return bs
+}
+
+// launchTogether starts the brokers at once (a founder, or a broker of a cluster that was
+// wholly down, is ready only once the others answer) and fails the test if one does not
+// become ready.
+func launchTogether(t *testing.T, bs []*Broker) {
+	t.Helper()
+	errs := make([]error, len(bs))
 	var wg sync.WaitGroup
 	for i, b := range bs {
 		wg.Add(1)
@@ -48,20 +61,23 @@ func startCluster(t *testing.T, n int, args ...string) []*Broker {
 	wg.Wait()
 	for i, b := range bs {
 		if errs[i] != nil {
-			t.Fatalf("starting broker %d: %v\nlog tail:\n%s", i+1, errs[i], tailFile(b.logPath, 60))
+			t.Fatalf("starting broker %d: %v\nlog tail:\n%s", b.opts.NodeID, errs[i], tailFile(bs[i].logPath, 60))
 		}
-		t.Cleanup(b.cleanupStop)
 	}
-	// A broker is ready once its own registration is applied; tests start from every
-	// broker listing every other (placement counts the live brokers it knows).
+}
+
+// waitListed waits until every broker lists all of them. A broker is ready once its own
+// registration is applied; tests start from every broker listing every other (placement
+// counts the live brokers it knows).
+func waitListed(t *testing.T, bs []*Broker) {
+	t.Helper()
 	for _, b := range bs {
 		adm := b.Admin(t)
 		waitFor(t, 30*time.Second, func() bool {
 			md, err := adm.BrokerMetadata(ctxFor(t, 5*time.Second))
-			return err == nil && len(md.Brokers) == n
+			return err == nil && len(md.Brokers) == len(bs)
 		})
 	}
-	return bs
 }
 
 // clusterClient is a franz-go client seeded with every broker of the cluster.
@@ -696,21 +712,7 @@ func TestClusterWholeClusterKill9(t *testing.T) {
 	for _, b := range bs {
 		b.Kill9()
 	}
-	errs := make([]error, len(bs))
-	var wg sync.WaitGroup
-	for i, b := range bs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.launch()
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("restarting broker %d after the whole cluster was killed: %v\n%s", i+1, err, tailFile(bs[i].logPath, 40))
-		}
-	}
+	launchTogether(t, bs)
 	checkAckedReadable(t, acked, consumeAll(t, bs[1], topic, 3, 150))
 	more := produceSync(t, clusterClient(t, bs, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks())), topic, "x", 30)
 	checkAckedReadable(t, more, consumeAll(t, bs[2], topic, 3, 180))
