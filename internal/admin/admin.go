@@ -157,6 +157,7 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s := &Server{b: b, m: m, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /v1/status/ready", s.handleReady)
 	s.mux.HandleFunc("GET /v1/partitions/{topic}/{partition}", s.handlePartition)
+	s.mux.HandleFunc("GET /v1/cluster", s.handleCluster)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -221,6 +222,12 @@ func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
 		LogStart: bd.LogStart, LogEnd: bd.LogEnd, Flushed: bd.Flushed, MajorityReplicated: bd.MajorityReplicated,
 		Committed: bd.Committed, LastVisible: bd.LastVisible, WriteCaching: p.Config().WriteCaching, SizeBytes: p.SizeBytes(),
 	})
+}
+
+// handleCluster answers this broker's own view (its controller replica), not the
+// controller leader's: comparing brokers' answers shows which one lags.
+func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.b.ClusterStatus())
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

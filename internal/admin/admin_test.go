@@ -64,6 +64,18 @@ func TestAdminEndpoints(t *testing.T) {
 	if st.LogEnd != 4 || st.Flushed != 4 || st.Committed != 4 || st.LastVisible != 4 || st.LogStart != 0 {
 		t.Fatalf("boundaries after an acks=-1 write: %+v", st)
 	}
+	code, body = get(t, srv, "/v1/cluster")
+	var cs broker.ClusterStatus
+	if code != 200 || json.Unmarshal([]byte(body), &cs) != nil {
+		t.Fatalf("cluster status %d %s", code, body)
+	}
+	// A single broker leads its own controller group, has applied what it committed (the
+	// topic creation at least), and lists itself live.
+	if cs.NodeID != 1 || cs.Controller.Leader != 1 || cs.Controller.Role != "leader" ||
+		cs.Controller.Applied == 0 || cs.Controller.Applied != cs.Controller.Committed ||
+		len(cs.Brokers) != 1 || !cs.Brokers[0].Live || cs.Brokers[0].ID != 1 {
+		t.Fatalf("cluster status: %s", body)
+	}
 	for _, bad := range []string{"/v1/partitions/orders/9", "/v1/partitions/nope/0", "/v1/partitions/orders/x"} {
 		if code, _ := get(t, srv, bad); code != 404 && code != 400 {
 			t.Errorf("%s: %d", bad, code)

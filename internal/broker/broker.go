@@ -311,6 +311,20 @@ func brokerInfo(br controller.Broker) BrokerInfo {
 	return BrokerInfo{NodeID: br.ID, Host: host, Port: int32(port), Rack: br.Rack}
 }
 
+// ClusterStatus is this broker's view of the cluster: its controller replica and every
+// registered broker with the liveness that replica holds.
+type ClusterStatus struct {
+	NodeID     int32                    `json:"node_id"`
+	Controller cluster.ControllerStatus `json:"controller"`
+	Brokers    []controller.Broker      `json:"brokers"`
+}
+
+// ClusterStatus reports this broker's view of the cluster.
+func (b *Broker) ClusterStatus() ClusterStatus {
+	svc := b.svc.Load()
+	return ClusterStatus{NodeID: b.cfg.NodeID, Controller: svc.ControllerStatus(), Brokers: svc.State().Brokers()}
+}
+
 // Brokers lists the live brokers of the cluster, by id.
 func (b *Broker) Brokers() []BrokerInfo {
 	var out []BrokerInfo

@@ -505,6 +505,33 @@ func (s *Service) writeIncarnation(v uint64) error {
 	return nil
 }
 
+// ControllerStatus is this broker's replica of the controller group as raft sees it; an
+// operator compares it across brokers to find one whose view lags.
+type ControllerStatus struct {
+	Leader    int32   `json:"leader"`
+	Role      string  `json:"role"`
+	Term      uint64  `json:"term"`
+	LastIndex uint64  `json:"last_index"`
+	Committed uint64  `json:"committed_index"`
+	Applied   uint64  `json:"applied_index"`
+	Voters    []int32 `json:"voters"`
+}
+
+// ControllerStatus reports the local controller replica's raft position (zero before it
+// is started).
+func (s *Service) ControllerStatus() ControllerStatus {
+	st, err := s.host.Status(ControllerGroup)
+	if err != nil {
+		return ControllerStatus{Role: "none"}
+	}
+	out := ControllerStatus{Leader: int32(st.Leader), Role: strings.ToLower(strings.TrimPrefix(st.State.String(), "State")), Term: st.Term,
+		LastIndex: st.LogEnd, Committed: st.Committed, Applied: st.Applied}
+	for _, v := range st.Voters {
+		out.Voters = append(out.Voters, int32(v))
+	}
+	return out
+}
+
 // State returns the local replica of the controller state. Its read methods are safe for
 // concurrent use; it must not be applied to.
 func (s *Service) State() *controller.State { return s.state }

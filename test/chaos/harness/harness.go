@@ -391,12 +391,35 @@ func (c *Cluster) WaitFormed(ctx context.Context) error {
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("broker %d does not list all %d brokers: %v", b.ID, len(c.brokers), last)
+				// Every broker's own controller view says which replica lags, or which
+				// liveness verdict is missing.
+				return fmt.Errorf("broker %d does not list all %d brokers: %v; views:\n%s", b.ID, len(c.brokers), last, c.clusterViews())
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
 	}
 	return nil
+}
+
+// clusterViews returns each running broker's /v1/cluster answer, one line per broker.
+func (c *Cluster) clusterViews() string {
+	var sb strings.Builder
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for _, b := range c.brokers {
+		if !b.Running() {
+			fmt.Fprintf(&sb, "broker %d: not running\n", b.ID)
+			continue
+		}
+		resp, err := hc.Get("http://" + b.AdminAddr + "/v1/cluster")
+		if err != nil {
+			fmt.Fprintf(&sb, "broker %d: %v\n", b.ID, err)
+			continue
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Fprintf(&sb, "broker %d: %s\n", b.ID, strings.TrimSpace(string(raw)))
+	}
+	return sb.String()
 }
 
 func (c *Cluster) broker(id int) (*Broker, error) {
