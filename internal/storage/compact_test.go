@@ -948,8 +948,7 @@ func TestCompactOnOSFS(t *testing.T) {
 		done <- st
 	}()
 	time.Sleep(20 * time.Millisecond)
-	var out []byte
-	out, _, _, err := c.l.readSegmentBatches(pn, pn.from.offset, 1<<20, 1<<40, out)
+	out, err := c.l.readSegmentBatches(pn, &batchSelection{next: pn.from.offset, maxBytes: 1 << 20, upTo: 1 << 40}, nil)
 	pn.unpin()
 	if err != nil {
 		t.Fatal(err)

@@ -58,64 +58,103 @@ func corruptAt(s *segment, pos int64) error {
 // that fails its CRC32C is never returned: the batches before it are, and a read that
 // starts at it gets ErrCorrupt.
 func (l *Log) ReadBatches(offset int64, maxBytes int, upTo int64) ([]byte, error) {
-	l.mu.RLock()
-	if err := l.readable(); err != nil {
-		l.mu.RUnlock()
-		return nil, err
-	}
-	if offset < l.lso || offset > l.logEndOffset() {
-		lso, leo := l.lso, l.logEndOffset()
-		l.mu.RUnlock()
-		return nil, fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, offset, lso, leo)
-	}
-	if offset >= upTo || offset >= l.logEndOffset() {
-		l.mu.RUnlock()
-		return nil, nil
-	}
 	var out []byte
-	next := offset
-	for {
-		// Holding mu (read); next < upTo and next < log end.
-		i := l.segmentByOffset(next)
-		if i == len(l.segs) || l.segs[i].baseOffset > next || next < l.lso {
-			// Only after a concurrent retention or truncation: stop at what is consistent.
-			l.mu.RUnlock()
-			break
-		}
-		pn := l.pinLocked(i, func(s *segment) point { return s.lookupOffset(next) })
+	err := l.selectBatches(offset, maxBytes, upTo, func(pn pinned, sel *batchSelection) error {
 		if out == nil {
 			// Sized for the common case; a large fetch grows it as it goes.
 			out = make([]byte, 0, min(int64(max(maxBytes, 0)), pn.end-pn.from.pos, 4<<20)+1)
 		}
-		var done bool
 		var err error
-		out, next, done, err = l.readSegmentBatches(pn, next, maxBytes, upTo, out)
-		pn.unpin()
-		if err != nil {
-			if len(out) > 0 && errors.Is(err, ErrCorrupt) {
-				// Serve the intact batches before the damage; the next read, which starts
-				// at the damaged entry, reports it.
-				return out, nil
-			}
-			return nil, err
-		}
-		if done {
-			break
-		}
-		l.mu.RLock()
-		if next >= upTo || next >= l.logEndOffset() {
-			l.mu.RUnlock()
-			break
-		}
-	}
-	if len(out) == 0 {
-		return nil, nil
+		out, err = l.readSegmentBatches(pn, sel, out)
+		return err
+	})
+	if err != nil || len(out) == 0 {
+		return nil, err
 	}
 	return out, nil
 }
 
-func (l *Log) readSegmentBatches(pn pinned, next int64, maxBytes int, upTo int64, out []byte) ([]byte, int64, bool, error) {
-	chunk := min(max(int64(maxBytes)+2*l.interval, 64<<10), 16<<20)
+// batchSelection is the state of one batch read. ReadBatches and ReadBatchSlices both
+// decide through it, so that they select exactly the same batches.
+type batchSelection struct {
+	next     int64 // the first offset still wanted
+	maxBytes int
+	upTo     int64
+	taken    int64 // payload bytes selected so far
+	done     bool  // nothing more is to be selected
+}
+
+// take decides about the data batch [base, end) of size bytes met next in the log: false
+// if it lies before next (skip it) or the read ends before it (done is then set).
+func (sel *batchSelection) take(base, end int64, size int64) bool {
+	if end <= sel.next {
+		return false
+	}
+	if base >= sel.upTo || (sel.taken > 0 && sel.taken+size > int64(sel.maxBytes)) {
+		sel.done = true
+		return false
+	}
+	sel.taken += size
+	sel.next = end
+	return true
+}
+
+// segmentEnd records that a scan went through the whole pinned segment.
+func (sel *batchSelection) segmentEnd(pn pinned) { sel.next = max(sel.next, pn.endOffset) }
+
+// selectBatches runs the checks and the segment walk of a batch read (see ReadBatches):
+// scan is called with each segment pinned in turn and selects batches from it through sel
+// until sel.done or the segment's end. A scan error ends the read; ErrCorrupt after some
+// batches were selected does not (those are served, and the next read reports it).
+func (l *Log) selectBatches(offset int64, maxBytes int, upTo int64, scan func(pinned, *batchSelection) error) error {
+	l.mu.RLock()
+	if err := l.readable(); err != nil {
+		l.mu.RUnlock()
+		return err
+	}
+	if offset < l.lso || offset > l.logEndOffset() {
+		lso, leo := l.lso, l.logEndOffset()
+		l.mu.RUnlock()
+		return fmt.Errorf("%w: offset %d, log start %d, log end %d", ErrOffsetOutOfRange, offset, lso, leo)
+	}
+	if offset >= upTo || offset >= l.logEndOffset() {
+		l.mu.RUnlock()
+		return nil
+	}
+	sel := batchSelection{next: offset, maxBytes: maxBytes, upTo: upTo}
+	for {
+		// Holding mu (read); sel.next < upTo and sel.next < log end.
+		next := sel.next
+		i := l.segmentByOffset(next)
+		if i == len(l.segs) || l.segs[i].baseOffset > next || next < l.lso {
+			// Only after a concurrent retention or truncation: stop at what is consistent.
+			l.mu.RUnlock()
+			return nil
+		}
+		pn := l.pinLocked(i, func(s *segment) point { return s.lookupOffset(next) })
+		err := scan(pn, &sel)
+		pn.unpin()
+		if err != nil {
+			if sel.taken > 0 && errors.Is(err, ErrCorrupt) {
+				// Serve the intact batches before the damage; the next read, which starts
+				// at the damaged entry, reports it.
+				return nil
+			}
+			return err
+		}
+		if sel.done {
+			return nil
+		}
+		l.mu.RLock()
+		if sel.next >= upTo || sel.next >= l.logEndOffset() {
+			l.mu.RUnlock()
+			return nil
+		}
+	}
+}
+
+func (l *Log) readSegmentBatches(pn pinned, sel *batchSelection, out []byte) ([]byte, error) {
+	chunk := min(max(int64(sel.maxBytes)+2*l.interval, 64<<10), 16<<20)
 	bp := getReadBuf()
 	r := newEntryReader(pn.s.f, pn.from, pn.end, chunk, *bp)
 	defer func() { *bp = r.buf[:0]; putReadBuf(bp) }()
@@ -123,30 +162,24 @@ func (l *Log) readSegmentBatches(pn pinned, next int64, maxBytes int, upTo int64
 		at := r.pos
 		e, st, err := r.next()
 		if err != nil {
-			return out, next, true, err
+			return out, err
 		}
 		switch st {
 		case readEnd:
-			return out, max(next, pn.endOffset), false, nil
+			sel.segmentEnd(pn)
+			return out, nil
 		case readBad:
-			return out, next, true, corruptAt(pn.s, at)
+			return out, corruptAt(pn.s, at)
 		}
 		if e.typ != EntryData {
 			continue
 		}
 		base := batchBase(e.payload)
-		end := base + int64(batchRecords(e.payload))
-		if end <= next {
-			continue
+		if sel.take(base, base+int64(batchRecords(e.payload)), int64(len(e.payload))) {
+			out = append(out, e.payload...)
+		} else if sel.done {
+			return out, nil
 		}
-		if base >= upTo {
-			return out, next, true, nil
-		}
-		if len(out) > 0 && len(out)+len(e.payload) > maxBytes {
-			return out, next, true, nil
-		}
-		out = append(out, e.payload...)
-		next = end
 	}
 }
 
