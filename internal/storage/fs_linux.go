@@ -32,3 +32,7 @@ func datasync(f *os.File) error {
 	}
 	return nil
 }
+
+// SysFile exposes the OS file, so reads can duplicate its descriptor and hand ranges of
+// it to sendfile (see ReadBatchSlices).
+func (f *osFile) SysFile() *os.File { return f.f }
