@@ -35,16 +35,47 @@ func leaderCheck(b Boundaries, currentLeaderEpoch int32) *kerr.Error {
 	return checkEpoch(b.LeaderEpoch, currentLeaderEpoch)
 }
 
-// FetchResult is one partition's part of a Fetch response.
+// FetchResult is one partition's part of a Fetch response. The records are either bytes
+// (Records) or, from FetchFiles, ranges of segment files (Files), which the caller must
+// Release.
 type FetchResult struct {
 	Records       []byte
+	Files         storage.BatchSlices
 	HighWatermark int64
 	LogStart      int64
 	Err           *kerr.Error
 }
 
+// Size is the number of record bytes in the result.
+func (r *FetchResult) Size() int64 { return int64(len(r.Records)) + r.Files.Bytes }
+
+// Release frees the file ranges of a FetchFiles result.
+func (r *FetchResult) Release() { r.Files.Release() }
+
 // Fetch reads whole batches starting with the one that holds offset, never past last visible.
 func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
+	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
+		res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
+		return err
+	})
+}
+
+// FetchFiles is Fetch answered with file ranges of the stored batches (see
+// storage.ReadBatchSlices), so they can be sent with sendfile; where the log's files are
+// not OS files, it answers with bytes as Fetch does. The batches' entry CRCs are not
+// checked on this path; consumers check each batch's CRC.
+func (p *Partition) FetchFiles(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
+	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
+		res.Files, err = p.log.ReadBatchSlices(offset, int(maxBytes), upTo)
+		if errors.Is(err, storage.ErrNoFileSlices) {
+			res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
+		}
+		return err
+	})
+}
+
+// fetch runs the checks every fetch answers before reading, then read, up to last visible.
+func (p *Partition) fetch(offset int64, currentLeaderEpoch int32, read func(res *FetchResult, upTo int64) error) FetchResult {
 	b := p.Boundaries()
 	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
 	if err := leaderCheck(b, currentLeaderEpoch); err != nil {
@@ -58,7 +89,7 @@ func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32
 	if offset >= b.LastVisible {
 		return res
 	}
-	recs, err := p.log.ReadBatches(offset, int(maxBytes), b.LastVisible)
+	err := read(&res, b.LastVisible)
 	switch {
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		res.Err = kerr.OffsetOutOfRange
@@ -66,7 +97,6 @@ func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32
 		p.lg.Error("read failed", "offset", offset, "err", err)
 		res.Err = kerr.KafkaStorageError
 	}
-	res.Records = recs
 	return res
 }
 
