@@ -71,6 +71,10 @@ type benchConsumers struct {
 
 	assigned atomic.Int64 // partitions assigned to group members
 	wg       sync.WaitGroup
+
+	// bench consume --raw: one per client, fetching by hand.
+	raw        []*rawConsumer
+	rawPartMax int32
 }
 
 // newBenchConsumers builds the clients. Without a group, the partitions of
@@ -168,6 +172,12 @@ func (c *benchConsumers) setTargets(start, end map[int32]int64) int {
 
 func (c *benchConsumers) start(ctx context.Context, base time.Time) {
 	c.base = base
+	if c.raw != nil {
+		for _, rc := range c.raw {
+			c.wg.Go(func() { c.fetchRaw(ctx, rc) })
+		}
+		return
+	}
 	for _, cl := range c.clients {
 		lr := c.lat.add()
 		c.wg.Go(func() { c.poll(ctx, cl, lr) })
@@ -256,6 +266,7 @@ func newBenchConsumeCmd() *cobra.Command {
 		cf    clientFlags
 		bc    benchCommon
 		cfl   benchConsumeFlags
+		rfl   benchRawFlags
 		topic string
 	)
 	cmd := &cobra.Command{
@@ -270,27 +281,41 @@ With --group, --consumers clients join that consumer group; the group's committe
 offsets are first set to the start of the log (so the group must have no members), and
 nothing is committed afterwards.
 
+With --raw (not with --group), each of the --consumers clients sends its own Fetch
+requests (v12, 50 MiB per response, --partition-max-bytes per partition) straight to
+each partition's leader and only walks the record batch headers of the answer: no
+record is decoded and no CRC checked, so the figure is the broker's cost rather than
+the client's. Its bytes are whole record batches as sent (headers and record framing
+included, compressed if the batches are), not keys and values; its records are the
+record counts of those batches (transaction markers left out), where a batch the run
+starts inside of is counted whole.
+
 The measured time runs from the start of the consumers (with --group: from when every
 partition is assigned; the join time is reported as group_join_s) to the last record read.`,
 		Example: `  cairn bench consume -b localhost:9092 --topic cairn-bench --consumers 4
+  cairn bench consume --raw --consumers 2 --json
   cairn bench consume --group bench-readers --consumers 2 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBenchConsume(cmd, &cf, &bc, &cfl, topic)
+			return runBenchConsume(cmd, &cf, &bc, &cfl, &rfl, topic)
 		},
 	}
 	cf.register(cmd, false)
 	bc.register(cmd.Flags(), 60*time.Second)
 	cfl.register(cmd.Flags(), 1)
+	rfl.register(cmd.Flags())
 	cmd.Flags().StringVarP(&topic, "topic", "t", "cairn-bench", "topic to read")
 	return cmd
 }
 
-func runBenchConsume(cmd *cobra.Command, cf *clientFlags, bc *benchCommon, f *benchConsumeFlags, topic string) error {
+func runBenchConsume(cmd *cobra.Command, cf *clientFlags, bc *benchCommon, f *benchConsumeFlags, rf *benchRawFlags, topic string) error {
 	if err := bc.validate(); err != nil {
 		return err
 	}
 	if err := f.validate(); err != nil {
+		return err
+	}
+	if err := rf.validate(f); err != nil {
 		return err
 	}
 	if strings.TrimSpace(topic) == "" {
@@ -310,7 +335,12 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, bc *benchCommon, f *be
 	if err != nil {
 		return requestError(cmd, cf, "reading the topic's offsets", err)
 	}
-	cons, err := newBenchConsumers(ctx, cmd, cf, f, adm, topic, startOffs)
+	var cons *benchConsumers
+	if rf.raw {
+		cons, err = newRawConsumers(cmd, cf, f, rf, topic, startOffs)
+	} else {
+		cons, err = newBenchConsumers(ctx, cmd, cf, f, adm, topic, startOffs)
+	}
 	if err != nil {
 		return err
 	}
@@ -327,7 +357,11 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, bc *benchCommon, f *be
 			"consumers":  len(cons.clients),
 			"group":      f.group,
 			"duration_s": bc.duration.Seconds(),
+			"raw":        rf.raw,
 		},
+	}
+	if rf.raw {
+		rep.Parameters["partition_max_bytes"] = int64(rf.partMaxBytes)
 	}
 	start := time.Now()
 	var lastRecs, lastBytes int64
