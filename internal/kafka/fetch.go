@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/storage"
 )
 
 // fetchMaxBytesCap bounds a Fetch response whatever the client asks for (Kafka's
@@ -37,8 +38,15 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 			}
 		}()
 		deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		var resp *fetchResponse
 		for first := true; ; first = false {
-			resp, total, stop := s.fetchOnce(req, maxBytes)
+			if resp != nil {
+				// Read again below: the files of the answer not sent are let go.
+				resp.release()
+			}
+			var total int
+			var stop bool
+			resp, total, stop = s.fetchOnce(req, maxBytes)
 			if stop || total >= int(req.MinBytes) || !time.Now().Before(deadline) {
 				return resp
 			}
@@ -74,13 +82,15 @@ func (s *Server) watchFetched(req *kmsg.FetchRequest, wake chan struct{}) []*par
 	return out
 }
 
-// fetchOnce reads every requested partition once. stop reports an error that should be
+// fetchOnce reads every requested partition once. The records stay in their segment files
+// where the log allows it (see partition.FetchFiles). stop reports an error that should be
 // answered at once rather than waited out.
-func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*kmsg.FetchResponse, int, bool) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*fetchResponse, int, bool) {
+	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	total := 0
 	stop := false
 	for _, rt := range req.Topics {
+		var files []storage.BatchSlices
 		t := kmsg.NewFetchResponseTopic()
 		t.Topic = rt.Topic
 		t.TopicID = rt.TopicID
@@ -95,6 +105,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*kmsg.FetchR
 				out.ErrorCode = kerrv.Code
 				stop = true
 				t.Partitions = append(t.Partitions, out)
+				files = append(files, storage.BatchSlices{})
 				continue
 			}
 			if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && p.CheckEpoch(rp.CurrentLeaderEpoch) == nil {
@@ -105,6 +116,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*kmsg.FetchR
 					out.DivergingEpoch.Epoch, out.DivergingEpoch.EndOffset = epoch, end
 					stop = true
 					t.Partitions = append(t.Partitions, out)
+					files = append(files, storage.BatchSlices{})
 					continue
 				}
 			}
@@ -114,10 +126,11 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*kmsg.FetchR
 				b := p.Boundaries()
 				res = partition.FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
 			} else {
-				res = p.Fetch(rp.FetchOffset, max(limit, 1), rp.CurrentLeaderEpoch)
+				res = p.FetchFiles(rp.FetchOffset, max(limit, 1), rp.CurrentLeaderEpoch)
 				// Only the first batch of the response may exceed the limits (KIP-74).
-				if total > 0 && len(res.Records) > int(limit) {
-					res.Records = nil
+				if total > 0 && res.Size() > int64(limit) {
+					res.Release()
+					res.Records, res.Files = nil, storage.BatchSlices{}
 				}
 			}
 			out.ErrorCode = errCode(res.Err)
@@ -128,10 +141,12 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*kmsg.FetchR
 			if res.Records != nil {
 				out.RecordBatches = res.Records
 			}
-			total += len(res.Records)
+			total += int(res.Size())
 			t.Partitions = append(t.Partitions, out)
+			files = append(files, res.Files)
 		}
 		resp.Topics = append(resp.Topics, t)
+		resp.files = append(resp.files, files)
 	}
 	return resp, total, stop
 }

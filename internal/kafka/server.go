@@ -269,6 +269,7 @@ func readFrame(r io.Reader, size int) ([]byte, error) {
 func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pending, budget *byteBudget) {
 	w := bufio.NewWriterSize(c, 64<<10)
 	var buf []byte
+	var cuts []fileCut
 	for slot := range slots {
 		var resp kmsg.Response
 		if slot.respond != nil {
@@ -294,9 +295,26 @@ func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pendin
 		if slot.flex && slot.hdr.apiKey != apiVersionsKey {
 			buf = append(buf, 0)
 		}
-		buf = resp.AppendTo(buf)
-		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-		if _, err := w.Write(buf); err != nil {
+		// A Fetch response's records may be file ranges: they are cut into the encoded
+		// bytes and sent from the files, and their descriptors let go however it ends.
+		cuts = cuts[:0]
+		if sr, ok := resp.(streamedResponse); ok {
+			buf, cuts = sr.appendParts(buf, cuts)
+		} else {
+			buf = resp.AppendTo(buf)
+		}
+		size := len(buf) + filesLen(cuts)
+		binary.BigEndian.PutUint32(buf, uint32(size-4))
+		err := writeParts(w, c, buf, cuts)
+		if sr, ok := resp.(streamedResponse); ok {
+			sr.release()
+		}
+		clear(cuts)
+		if err != nil {
+			if errors.Is(err, errFileShrunk) {
+				// The frame's length is out already; the rest cannot be sent.
+				s.lg.Warn("closing connection: a fetched segment file was truncated while it was sent", "remote", c.RemoteAddr(), "err", err)
+			}
 			return
 		}
 		// With nothing queued behind it the response goes out now; otherwise the flush
@@ -306,7 +324,7 @@ func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pendin
 				return
 			}
 		}
-		s.observe(slot, len(buf))
+		s.observe(slot, size)
 		if cap(buf) > 1<<20 {
 			buf = nil
 		}
