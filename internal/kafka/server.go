@@ -328,6 +328,9 @@ func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pendin
 		if cap(buf) > 1<<20 {
 			buf = nil
 		}
+		if cap(cuts) > 4096 {
+			cuts = nil
+		}
 		if slot.close {
 			w.Flush()
 			return
