@@ -49,6 +49,7 @@ type config struct {
 	brokers    int
 	partitions int
 	producers  int
+	rate       int
 	out        string
 	binary     string
 }
@@ -66,6 +67,7 @@ func main() {
 	flag.IntVar(&cfg.brokers, "brokers", 3, "number of brokers")
 	flag.IntVar(&cfg.partitions, "partitions", 3, "partitions of the topic (replication factor = min(3, brokers))")
 	flag.IntVar(&cfg.producers, "producers", 3, "idempotent producers")
+	flag.IntVar(&cfg.rate, "rate", 0, "records per second per producer (0: as fast as the cluster takes them); long sessions need a rate, since the checker holds the history in memory")
 	flag.StringVar(&cfg.out, "out", "", "folder for the history and logs (default: a new temporary folder; removed after a clean run)")
 	flag.StringVar(&cfg.binary, "binary", "", "cairn binary to run (default: build ./cmd/cairn)")
 	flag.Parse()
@@ -89,6 +91,9 @@ func main() {
 	if cfg.brokers < 1 || cfg.partitions < 1 || cfg.producers < 1 || cfg.duration <= 0 {
 		fail(errors.New("--brokers, --partitions, --producers and --duration must be positive"))
 	}
+	if cfg.rate < 0 {
+		fail(errors.New("--rate must not be negative"))
+	}
 	if cfg.seed == 0 {
 		cfg.seed = uint64(time.Now().UnixNano())
 	}
@@ -98,8 +103,8 @@ func main() {
 			fail(err)
 		}
 	}
-	fmt.Printf("chaos: seed %d, mode %s, faults %s, %d brokers, duration %v, output %s\n",
-		cfg.seed, cfg.mode, faults, cfg.brokers, cfg.duration, cfg.out)
+	fmt.Printf("chaos: seed %d, mode %s, faults %s, %d brokers, duration %v, rate %d/s per producer (0: unthrottled), output %s\n",
+		cfg.seed, cfg.mode, faults, cfg.brokers, cfg.duration, cfg.rate, cfg.out)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := run(ctx, cfg)
@@ -163,7 +168,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			produceLoop(loadCtx, cl, rec, cfg.mode, fmt.Sprintf("p%d", i))
+			produceLoop(loadCtx, cl, rec, cfg.mode, fmt.Sprintf("p%d", i), cfg.rate)
 		}()
 	}
 	wg.Add(1)
@@ -208,7 +213,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 
 // produceLoop sends unique values from one goroutine (so the invocation order is the send
 // order the checker expects) until ctx ends, then waits for every outcome.
-func produceLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, mode history.Mode, process string) {
+func produceLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, mode history.Mode, process string, rate int) {
 	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(45 * time.Second),
 		kgo.MaxBufferedRecords(64), kgo.ProducerLinger(2 * time.Millisecond)}
 	if mode == history.Acks1 {
@@ -221,7 +226,16 @@ func produceLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder
 		return
 	}
 	defer c.Close()
+	start := time.Now()
 	for i := 0; ctx.Err() == nil; i++ {
+		if rate > 0 {
+			// Paced against the start, so a stall (a fault) is followed by a catch-up burst
+			// rather than a permanently lower rate.
+			sleepCtx(ctx, time.Until(start.Add(time.Duration(i)*time.Second/time.Duration(rate))))
+			if ctx.Err() != nil {
+				break
+			}
+		}
 		r := &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("%s-%07d", process, i))}
 		id := history.InvokeProduce(rec, process, r)
 		c.Produce(context.Background(), r, history.ProducePromise(rec, id))
@@ -344,7 +358,8 @@ func schedule(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, c
 
 // finalRead reads every partition from its log start to its end, through a healthy cluster.
 func finalRead(ctx context.Context, cl *harness.Cluster, partitions int) (history.Final, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// Reading back a long session takes minutes; the cap only stops a read that hangs.
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 	adm, err := cl.Client()
 	if err != nil {
@@ -374,12 +389,14 @@ func finalRead(ctx context.Context, cl *harness.Cluster, partitions int) (histor
 		if err != nil {
 			return nil, err
 		}
-		final[history.TP{Topic: topic, Partition: int32(p)}] = history.FinalFromRecords(s.Offset, recs)
+		final[history.TP{Topic: topic, Partition: int32(p)}] = history.FinalPartition{LogStart: s.Offset, Records: recs}
 	}
 	return final, nil
 }
 
-func readRange(ctx context.Context, cl *harness.Cluster, p int32, from, to int64) ([]*kgo.Record, error) {
+// readRange reads [from, to) of partition p, keeping only what the checker needs of each
+// record (a kgo.Record costs several times its value).
+func readRange(ctx context.Context, cl *harness.Cluster, p int32, from, to int64) ([]history.Record, error) {
 	if from >= to {
 		return nil, nil
 	}
@@ -389,7 +406,7 @@ func readRange(ctx context.Context, cl *harness.Cluster, p int32, from, to int64
 		return nil, err
 	}
 	defer c.Close()
-	var out []*kgo.Record
+	var out []history.Record
 	for {
 		fs := c.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -397,7 +414,7 @@ func readRange(ctx context.Context, cl *harness.Cluster, p int32, from, to int64
 		}
 		for _, r := range fs.Records() {
 			if r.Offset < to {
-				out = append(out, r)
+				out = append(out, history.RecordOf(r))
 			}
 		}
 		if len(out) > 0 && out[len(out)-1].Offset >= to-1 {
@@ -422,7 +439,7 @@ func startAll(ctx context.Context, cl *harness.Cluster, ids []int) error {
 	return errors.Join(errs...)
 }
 
-func lastOffset(rs []*kgo.Record) int64 {
+func lastOffset(rs []history.Record) int64 {
 	if len(rs) == 0 {
 		return -1
 	}

@@ -87,9 +87,14 @@ func RecordFetches(r *Recorder, process string, fs kgo.Fetches) {
 func FinalFromRecords(logStart int64, recs []*kgo.Record) FinalPartition {
 	fp := FinalPartition{LogStart: logStart, Records: make([]Record, len(recs))}
 	for i, rec := range recs {
-		fp.Records[i] = Record{Offset: rec.Offset, Key: string(rec.Key), Value: string(rec.Value), LeaderEpoch: rec.LeaderEpoch}
+		fp.Records[i] = RecordOf(rec)
 	}
 	return fp
+}
+
+// RecordOf keeps what the checker needs of a consumed record.
+func RecordOf(rec *kgo.Record) Record {
+	return Record{Offset: rec.Offset, Key: string(rec.Key), Value: string(rec.Value), LeaderEpoch: rec.LeaderEpoch}
 }
 
 // ObserveOffsets records a ListOffsets observation (logStart or hw may be -1 when not asked).
