@@ -5,8 +5,9 @@
 // makes data durable only when Flush is called.
 //
 // It must never: import a package above it (raft, partition, broker, kafka); touch a file
-// except through FS; serve a byte whose CRC32C it has not checked; report a flushed
-// boundary beyond what an fsync has covered; renumber a Kafka offset or a Raft index.
+// except through FS; serve a byte of an entry whose CRC32C this process has not checked
+// (verified on reading, or computed on writing; see Reads); report a flushed boundary
+// beyond what an fsync has covered; renumber a Kafka offset or a Raft index.
 //
 // # Files
 //
@@ -58,8 +59,28 @@
 // fsynced. An index file therefore exists only if its segment was durable when it was
 // written. On Open the last segment is always rescanned entry by entry (CRC checked); a
 // closed segment is rescanned only if its index files are missing, fail their CRC, or
-// describe a .log of another size. Every read re-checks the CRC32C of each entry it returns,
-// so bit rot in a trusted closed segment is reported as ErrCorrupt instead of being served.
+// describe a .log of another size. A closed segment adopted from its index is not read at
+// Open, so its entries count as unchecked until a read verifies them (see Reads).
+//
+// # Reads
+//
+// Copy reads (ReadBatches, Entries, and the scans behind the other read paths) re-check
+// the CRC32C of each entry they return, so bit rot in a trusted closed segment is reported
+// as ErrCorrupt instead of being served. File-slice reads (ReadBatchSlices, sent with
+// sendfile) do not read the payloads, so they serve a byte only after this process
+// checked or wrote the entry holding it. Each segment keeps a watermark, checkedTo: every
+// byte before it belongs to an entry whose CRC32C this process computed (Append,
+// compaction's copy) or verified (Open's entry-by-entry recovery scan, or a ReadBatches
+// that read on contiguously from a position at or below it). Appends that start exactly
+// at it and such copy reads advance it; truncation lowers it to the new size; a copy read
+// that finds a bad entry below it lowers it to that entry. A new segment starts checked
+// up to its header, as does every segment found at Open, except for what Open's recovery
+// scan verified (the last segment, and closed segments without valid index files). A
+// slices read whose batches end beyond the watermark returns ErrNoFileSlices, and the
+// caller's ReadBatches checks them and advances it. Bytes that change after they were
+// checked (a page-cache or disk fault under data already checked) are outside what the
+// slices path can see, as in Kafka, where the consumer checks each batch's own CRC; copy
+// reads still report them, and from then on slices do not serve them.
 //
 // # Log start checkpoint
 //
@@ -91,7 +112,9 @@
 // Close and Delete serialize with Flush. Compact rounds serialize with each other; a round
 // reads and writes without any of the log's locks and takes the flush lock only to swap a
 // compacted segment in, so it runs alongside everything else. A segment that leaves the
-// log while a round reads it (retention, truncation, Reset, Close) ends the round.
+// log while a round reads it (retention, truncation, Reset, Close) ends the round. A
+// segment's checkedTo is atomic: copy reads move it holding only the segment's ioMu
+// shared, Append under mu; truncation, which lowers it, holds ioMu exclusively.
 //
 // # Compaction
 //

@@ -369,6 +369,8 @@ func (l *Log) scanSegment(s *segment, fileSize int64) (int64, error) {
 			return s.size, nil
 		}
 		s.observe(&m, pos, l.interval)
+		// The reader verified this entry's CRC32C: file slices may serve it.
+		s.markChecked(pos, s.size)
 		if n := len(l.runs); n == 0 || l.runs[n-1].term != p.term {
 			l.runs = append(l.runs, termRun{term: p.term, startIndex: p.index, startOffset: m.baseOffset})
 		}
@@ -600,6 +602,9 @@ func (l *Log) Append(entries []Entry) error {
 		l.mu.Lock()
 		wasEmpty := seg.empty()
 		p := seg.size
+		// appendEntry computed these entries' CRC32Cs from the bytes just written, so they
+		// count as checked when they continue the checked part of the segment.
+		seg.markChecked(p, p+int64(len(buf)))
 		for k := range metas {
 			m := &metas[k]
 			seg.observe(m, p, l.interval)

@@ -56,7 +56,8 @@ func corruptAt(s *segment, pos int64) error {
 // nil) at or beyond upTo or at the log end, and ErrOffsetOutOfRange below the log start
 // or beyond the log end. The bytes are a fresh copy owned by the caller. A stored entry
 // that fails its CRC32C is never returned: the batches before it are, and a read that
-// starts at it gets ErrCorrupt.
+// starts at it gets ErrCorrupt. The entries it verifies count as checked for
+// ReadBatchSlices when the read continues the segment's checked part (see segment.checkedTo).
 func (l *Log) ReadBatches(offset int64, maxBytes int, upTo int64) ([]byte, error) {
 	var out []byte
 	err := l.selectBatches(offset, maxBytes, upTo, func(pn pinned, sel *batchSelection) error {
@@ -157,7 +158,14 @@ func (l *Log) readSegmentBatches(pn pinned, sel *batchSelection, out []byte) ([]
 	chunk := min(max(int64(sel.maxBytes)+2*l.interval, 64<<10), 16<<20)
 	bp := getReadBuf()
 	r := newEntryReader(pn.s.f, pn.from, pn.end, chunk, *bp)
-	defer func() { *bp = r.buf[:0]; putReadBuf(bp) }()
+	defer func() {
+		// Every entry before r.pos passed its CRC32C check just now, read contiguously from
+		// pn.from: file slices may serve them (if that continues the checked part). The
+		// segment is still pinned, so no truncation can have cut them meanwhile.
+		pn.s.markChecked(pn.from.pos, r.pos)
+		*bp = r.buf[:0]
+		putReadBuf(bp)
+	}()
 	for {
 		at := r.pos
 		e, st, err := r.next()
@@ -169,6 +177,9 @@ func (l *Log) readSegmentBatches(pn pinned, sel *batchSelection, out []byte) ([]
 			sel.segmentEnd(pn)
 			return out, nil
 		case readBad:
+			// If the entry was checked before, its bytes have changed since (disk or page
+			// cache): file slices must stop serving it too.
+			pn.s.uncheck(at)
 			return out, corruptAt(pn.s, at)
 		}
 		if e.typ != EntryData {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // offEntry is one sparse offset-index point: the entry at pos starts at Kafka offset
@@ -44,6 +45,16 @@ type segment struct {
 	// exclusively by whoever truncates or closes the file.
 	ioMu sync.RWMutex
 
+	// checkedTo is a file position: every byte before it belongs to an entry whose
+	// CRC32C this process computed (it wrote the entry) or verified (it read the entry).
+	// File slices (sendfile) serve only bytes below it, so nothing the process has not
+	// checked leaves it unchecked. It is an atomic, not guarded by Log.mu, because the
+	// copy read path advances it while holding only ioMu shared. It only grows, from the
+	// entry boundary it holds, except that truncation (holding ioMu exclusively, so no
+	// reader moves it meanwhile) lowers it to the new size, and a read that finds a bad
+	// entry below it lowers it to that entry. See markChecked and uncheck.
+	checkedTo atomic.Int64
+
 	// guarded by Log.mu (written only by the holder of Log.appendMu or a structural op)
 	size          int64 // bytes, header included
 	lastIndex     uint64
@@ -61,8 +72,10 @@ type segment struct {
 	indexWritten bool // .index/.timeindex on disk describe this (closed) segment
 }
 
+// newSegment returns a segment holding no entry yet: checked up to its header's end,
+// since there is nothing else to check. Whoever adopts or writes entries advances it.
 func newSegment(h segHeader, f File) *segment {
-	return &segment{
+	s := &segment{
 		baseIndex:  h.baseIndex,
 		baseOffset: h.baseOffset,
 		prevTerm:   h.prevTerm,
@@ -76,6 +89,37 @@ func newSegment(h segHeader, f File) *segment {
 		maxTs:      -1,
 		maxTsOff:   -1,
 		rollBaseMs: h.createdMs,
+	}
+	s.checkedTo.Store(segHeaderSize)
+	return s
+}
+
+// markChecked records that the entries in [from, to) were checked (their CRC32C verified
+// or computed by this process). The watermark moves to to only if it lies in [from, to):
+// the checked bytes must continue what was checked before, or a hole would be trusted.
+func (s *segment) markChecked(from, to int64) {
+	for {
+		c := s.checkedTo.Load()
+		if c < from || c >= to {
+			return
+		}
+		if s.checkedTo.CompareAndSwap(c, to) {
+			return
+		}
+	}
+}
+
+// uncheck lowers the watermark to pos if it is above: the bytes from pos on are gone
+// (truncation) or no longer what was checked (a read found a bad entry there).
+func (s *segment) uncheck(pos int64) {
+	for {
+		c := s.checkedTo.Load()
+		if c <= pos {
+			return
+		}
+		if s.checkedTo.CompareAndSwap(c, pos) {
+			return
+		}
 	}
 }
 

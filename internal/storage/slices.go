@@ -2,14 +2,22 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 )
 
 // ErrNoFileSlices reports that a read cannot be answered with file slices: the segment
-// files are not OS files (MemFS, PowerLossFS), or no descriptor could be duplicated.
-// ReadBatches answers the same read.
+// files are not OS files (MemFS, PowerLossFS), no descriptor could be duplicated, or a
+// batch to serve has not been checked by this process yet (errUnchecked). ReadBatches
+// answers the same read.
 var ErrNoFileSlices = errors.New("storage: segment files cannot be served as file slices")
+
+// errUnchecked is ErrNoFileSlices for a read that would serve bytes of an entry whose
+// CRC32C this process has not checked: ReadBatches must answer it, checking the entries
+// (and so letting the next read of them be answered with slices). It is a fixed value,
+// so a fallback costs no allocation.
+var errUnchecked = fmt.Errorf("%w: a batch lies beyond what this process has checked", ErrNoFileSlices)
 
 // sysFiler is implemented by a File backed by an OS file, whose descriptor can be handed
 // to the kernel (sendfile) instead of reading the bytes.
@@ -46,12 +54,26 @@ func (b *BatchSlices) Release() {
 // return, with the same errors, but answers with the file range of each batch instead of
 // its bytes, so they can be sent with sendfile(2) without passing through user space.
 // Only entry headers and the first 27 bytes of each batch header are read to find the
-// entries; the payloads are not read, so unlike ReadBatches it does not verify the entry
-// CRC32C. That is what Kafka does on this path too: the consumer checks each batch's own
-// CRC. The structural checks (entry length, index sequence, entry type, batch length,
-// magic, offsets) still apply, and only data entries are ever returned. It returns
-// ErrNoFileSlices when the segment files are not OS files; the caller then uses
-// ReadBatches. The caller must Release the result.
+// entries; the structural checks (entry length, index sequence, entry type, batch length,
+// magic, offsets) apply, and only data entries are ever returned.
+//
+// The payloads are not read, so their CRC32C cannot be verified here. Instead a byte is
+// served as a slice only after this process checked or wrote the entry holding it: each
+// segment keeps a watermark (checkedTo) below which every entry's CRC32C was computed by
+// an Append or compaction of this process, or verified by Open's recovery scan or by a
+// ReadBatches that read on from the checked part. If any selected batch ends beyond it,
+// the whole read fails with an error wrapping ErrNoFileSlices; ReadBatches, which the
+// caller then uses, verifies those entries and advances the watermark, so the next read
+// of them gets slices. In the steady state (a consumer reading what was appended, or
+// reading on from where a copy read started checking) every read is slices; after a
+// restart, a closed segment trusted from its index is copied until read from its start
+// up to the batches wanted. Damage that happens after the check (the page cache or the
+// disk beneath it changing checked bytes) is outside what this path sees, as in Kafka,
+// where the consumer checks each batch's own CRC; once a ReadBatches finds it, slices
+// stop serving the damaged entry.
+//
+// It also returns ErrNoFileSlices when the segment files are not OS files. The caller
+// must Release the result.
 func (l *Log) ReadBatchSlices(offset int64, maxBytes int, upTo int64) (BatchSlices, error) {
 	var out BatchSlices
 	err := l.selectBatches(offset, maxBytes, upTo, func(pn pinned, sel *batchSelection) error {
@@ -96,6 +118,10 @@ func (l *Log) sliceSegmentBatches(pn pinned, sel *batchSelection, out *BatchSlic
 				return nil
 			}
 			continue
+		}
+		if h.pos > pn.s.checkedTo.Load() {
+			// The entry (ending at h.pos) was neither written nor verified by this process.
+			return errUnchecked
 		}
 		if dup == nil {
 			if dup, err = dupFile(sf.SysFile()); err != nil {

@@ -155,6 +155,9 @@ func (l *Log) truncateSegment(s *segment, fromIndex uint64) error {
 		m := e.meta(off)
 		s.observe(&m, at, l.interval)
 	}
+	// Entries appended from here on must be checked (written) again before being served
+	// as file slices. No reader moves the watermark meanwhile: the caller holds ioMu.
+	s.uncheck(s.size)
 	if err := s.f.Truncate(s.size); err != nil {
 		return err
 	}
