@@ -62,8 +62,9 @@ func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32
 
 // FetchFiles is Fetch answered with file ranges of the stored batches (see
 // storage.ReadBatchSlices), so they can be sent with sendfile; where the log's files are
-// not OS files, it answers with bytes as Fetch does. The batches' entry CRCs are not
-// checked on this path; consumers check each batch's CRC.
+// not OS files, or some batch wanted has not been checked by this process yet (after a
+// restart, in a closed segment Open did not rescan), it answers with bytes as Fetch does,
+// and that read checks their entry CRCs so the next fetch of them gets file ranges.
 func (p *Partition) FetchFiles(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
 	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
 		res.Files, err = p.log.ReadBatchSlices(offset, int(maxBytes), upTo)
