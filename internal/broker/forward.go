@@ -38,10 +38,26 @@ type forwarder struct {
 	mu      sync.Mutex
 	pending map[uint64]chan partition.ProduceResult
 	sem     chan struct{}
+
+	// Leader side. queues holds one FIFO per sending broker: its worker runs the append
+	// part of each forwarded produce in the order the sender forwarded them (the order its
+	// clients sent them), and only the waits for acknowledgement run concurrently. Running
+	// whole produces on a goroutine each let a producer's later batch reach the sequence
+	// check before an earlier one: OUT_OF_ORDER_SEQUENCE_NUMBER, which makes franz-go
+	// renumber its unacknowledged batches under a new epoch, duplicating any of them that
+	// was in fact stored (found by the chaos suite).
+	queues map[int32]chan forwardRequest
+	ctx    context.Context // ends the workers and the waits
+	start  func(forwardRequest) (partition.ProduceResult, func(context.Context) partition.ProduceResult)
+	send   func(to int32, typ uint8, payload []byte) error
 }
 
 func newForwarder(b *Broker) *forwarder {
-	return &forwarder{b: b, pending: map[uint64]chan partition.ProduceResult{}, sem: make(chan struct{}, maxForwardInflight)}
+	f := &forwarder{b: b, pending: map[uint64]chan partition.ProduceResult{}, sem: make(chan struct{}, maxForwardInflight),
+		queues: map[int32]chan forwardRequest{}, ctx: b.ctx}
+	f.start = f.serve
+	f.send = func(to int32, typ uint8, payload []byte) error { return b.transport.Send(to, typ, payload) }
+	return f
 }
 
 var errBadForward = errors.New("malformed forwarded produce")
@@ -224,33 +240,64 @@ func (f *forwarder) handle(from int32, typ uint8, payload []byte) {
 			return
 		}
 		req.records = append([]byte(nil), req.records...) // the payload belongs to the transport
+		// Never blocks: every queued request holds a slot of sem, and a queue has room
+		// for all of them.
+		f.queue(from) <- req
+	}
+}
+
+// queue returns the FIFO of forwarded produces from one broker, starting its worker.
+func (f *forwarder) queue(from int32) chan forwardRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.queues[from]
+	if q == nil {
+		q = make(chan forwardRequest, maxForwardInflight)
+		f.queues[from] = q
+		go f.work(from, q)
+	}
+	return q
+}
+
+// work appends one broker's forwarded produces in order; each acknowledgement is awaited
+// on its own goroutine, so a slow commit does not hold up the next append.
+func (f *forwarder) work(from int32, q chan forwardRequest) {
+	for {
+		var req forwardRequest
+		select {
+		case req = <-q:
+		case <-f.ctx.Done():
+			return
+		}
+		res, wait := f.start(req)
+		if wait == nil {
+			f.reply(from, req.corr, res)
+			<-f.sem
+			continue
+		}
 		go func() {
 			defer func() { <-f.sem }()
-			f.reply(from, req.corr, f.serve(req))
+			ctx, cancel := context.WithTimeout(f.ctx, time.Duration(max(req.timeoutMs, 0))*time.Millisecond)
+			defer cancel()
+			f.reply(from, req.corr, wait(ctx))
 		}()
 	}
 }
 
-// serve runs a forwarded produce on the local leader; it is never forwarded again.
-func (f *forwarder) serve(req forwardRequest) partition.ProduceResult {
+// serve appends a forwarded produce on the local leader (it is never forwarded again) and
+// returns the wait for its acknowledgement, as partition.Partition.Produce does.
+func (f *forwarder) serve(req forwardRequest) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
 	if req.acks != 0 && req.acks != 1 && req.acks != -1 {
-		return produceFailed(kerr.InvalidRequiredAcks, "acks must be -1 (all), 0 or 1")
+		return produceFailed(kerr.InvalidRequiredAcks, "acks must be -1 (all), 0 or 1"), nil
 	}
 	p, kerrv := f.b.Partition(req.topic, req.partition)
 	if kerrv != nil {
-		return produceFailed(kerrv, "")
+		return produceFailed(kerrv, ""), nil
 	}
 	if !p.IsLeader() {
-		return produceFailed(kerr.NotLeaderForPartition, "this broker no longer leads the partition; retry")
+		return produceFailed(kerr.NotLeaderForPartition, "this broker no longer leads the partition; retry"), nil
 	}
-	res, wait := p.Produce(req.records, req.acks)
-	if wait == nil {
-		return res
-	}
-	timeout := time.Duration(max(req.timeoutMs, 0)) * time.Millisecond
-	ctx, cancel := context.WithTimeout(f.b.ctx, timeout)
-	defer cancel()
-	return wait(ctx)
+	return p.Produce(req.records, req.acks)
 }
 
 func (f *forwarder) reply(to int32, corr uint64, res partition.ProduceResult) {
@@ -262,5 +309,5 @@ func (f *forwarder) reply(to int32, corr uint64, res partition.ProduceResult) {
 		}
 		return
 	}
-	_ = f.b.transport.Send(to, msgForwardResponse, encodeForwardResponse(corr, res)) // lost: the producer times out and retries
+	_ = f.send(to, msgForwardResponse, encodeForwardResponse(corr, res)) // lost: the producer times out and retries
 }

@@ -16,8 +16,10 @@ const (
 	Strict Mode = "strict"
 	// WriteCaching: acks=-1 on a write-caching topic. No loss, unless AllowSuffixLoss.
 	WriteCaching Mode = "write-caching"
-	// Acks1: acks=1. Loss of acknowledged writes is allowed (counted, not a violation);
-	// everything else holds, since consumers still read only committed records.
+	// Acks1: acks=1, with idempotence off (clients allow it only with acks=-1). Loss of
+	// acknowledged writes is allowed, and so are duplicates (a retry of a batch whose
+	// answer was lost is stored again); both are counted, not violations. Everything else
+	// holds, since consumers still read only committed records.
 	Acks1 Mode = "acks1"
 )
 
@@ -89,6 +91,7 @@ type Summary struct {
 	Reads      int64 // records returned by polls
 	Lost       int   // acknowledged writes missing from the final read (allowed or not)
 	LostOK     int   // of Lost, those the mode allows
+	DupOK      int   // values stored at more than one offset that the mode allows (acks1)
 	Counts     map[string]int
 }
 
@@ -105,8 +108,8 @@ func (s Summary) Violated() bool {
 // String is the one-line summary.
 func (s Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ops=%d faults=%d acked=%d checked=%d unverified=%d indefinite=%d definite-fail=%d reads=%d lost=%d lost-allowed=%d",
-		s.Ops, s.Faults, s.Acked, s.Checked, s.Unverified, s.Indefinite, s.Definite, s.Reads, s.Lost, s.LostOK)
+	fmt.Fprintf(&b, "ops=%d faults=%d acked=%d checked=%d unverified=%d indefinite=%d definite-fail=%d reads=%d lost=%d lost-allowed=%d dup-allowed=%d",
+		s.Ops, s.Faults, s.Acked, s.Checked, s.Unverified, s.Indefinite, s.Definite, s.Reads, s.Lost, s.LostOK, s.DupOK)
 	for _, k := range kinds {
 		if k == VLost {
 			continue
@@ -494,6 +497,10 @@ func (c *Checker) Finish(final Final) *Result {
 		}
 		sort.Strings(vals)
 		for _, v := range vals {
+			if len(vm[v]) > 1 && c.opts.Mode == Acks1 {
+				s.DupOK++
+				continue
+			}
 			if len(vm[v]) > 1 {
 				parts := map[string]string{}
 				for off, who := range vm[v] {

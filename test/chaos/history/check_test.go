@@ -184,6 +184,12 @@ func TestDuplicate(t *testing.T) {
 	b.produce("p1", "b", 2)
 	wantValid(t, check(t, b, final(rec(0, "a"), rec(1, "x"), rec(2, "b")), Options{Mode: Strict}).withPhantomOK(t))
 	wantOnly(t, check(t, b, final(rec(0, "a"), rec(1, "a"), rec(2, "b")), strict), VDuplicate)
+	// acks=1 producers are not idempotent: a retried batch may be stored twice.
+	res := check(t, b, final(rec(0, "a"), rec(1, "a"), rec(2, "b")), Options{Mode: Acks1})
+	wantValid(t, res)
+	if res.Summary.DupOK != 1 {
+		t.Fatalf("acks1 duplicate not counted as allowed: %s", res.Summary)
+	}
 }
 
 // withPhantomOK drops phantom counts, for histories whose filler values were never produced.
