@@ -15,3 +15,7 @@ echo "== unit tests (race)"
 go test -race -count=1 -timeout 15m $(go list ./... | grep -v /test/)
 echo "== end-to-end tests"
 go test -count=1 -timeout 20m ./test/...
+echo "== fault injection (short fixed-seed sessions; see docs/operations.md for long runs)"
+go run ./test/chaos --duration 20s --seed 1 --mode strict --faults kill,pause,partition,power
+go run ./test/chaos --duration 20s --seed 2 --mode write-caching --faults kill,pause,partition,power
+go run ./test/chaos --duration 20s --seed 2 --mode acks1 --faults kill,pause,partition
