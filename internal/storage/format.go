@@ -127,13 +127,23 @@ func checkBatch(b []byte) error {
 	if len(b) < batchHeaderSize {
 		return fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidBatch, len(b), batchHeaderSize)
 	}
-	if n := int32(be.Uint32(b[batchLengthPos:])); int64(n) != int64(len(b))-12 {
-		return fmt.Errorf("%w: batchLength %d does not match %d bytes", ErrInvalidBatch, n, len(b))
+	return checkBatchHead(b, int64(len(b)))
+}
+
+// batchHeadSize is how much of a batch checkBatchHead reads: up to lastOffsetDelta.
+const batchHeadSize = batchLastOffsetDeltaPos + 4
+
+// checkBatchHead applies checkBatch's checks to the first batchHeadSize bytes of a batch
+// whose whole length is size (at least batchHeaderSize), so that readers which fetch only
+// headers (the sendfile path) hold batches to the same rules as those which read them whole.
+func checkBatchHead(head []byte, size int64) error {
+	if n := int32(be.Uint32(head[batchLengthPos:])); int64(n) != size-12 {
+		return fmt.Errorf("%w: batchLength %d does not match %d bytes", ErrInvalidBatch, n, size)
 	}
-	if b[batchMagicPos] != 2 {
-		return fmt.Errorf("%w: magic %d, want 2", ErrInvalidBatch, b[batchMagicPos])
+	if head[batchMagicPos] != 2 {
+		return fmt.Errorf("%w: magic %d, want 2", ErrInvalidBatch, head[batchMagicPos])
 	}
-	if d := int32(be.Uint32(b[batchLastOffsetDeltaPos:])); d < 0 {
+	if d := int32(be.Uint32(head[batchLastOffsetDeltaPos:])); d < 0 {
 		return fmt.Errorf("%w: lastOffsetDelta %d", ErrInvalidBatch, d)
 	}
 	return nil
@@ -190,27 +200,42 @@ func (p *parsedEntry) meta(offset int64) entryMeta {
 	return m
 }
 
+// entryLength checks an entry's length field against the bytes left before the read
+// limit and returns the entry's whole size.
+func entryLength(lengthField []byte, avail int64) (int64, bool) {
+	length := int64(be.Uint32(lengthField))
+	total := 4 + length
+	return total, length >= entryHeaderSize-4 && length <= maxEntryLength && total <= avail
+}
+
+// entryShapeOK checks everything about an entry that validEntry does except the CRC32C,
+// from its header and the head of its payload: the type, and for a data entry the batch's
+// framing and that it starts at offset. head holds the first entryHeaderSize+batchHeadSize
+// bytes of the entry, or all of a shorter one; total is the entry's whole size.
+func entryShapeOK(head []byte, total int64, offset int64) bool {
+	switch EntryType(head[24]) {
+	case EntryData:
+		size, p := total-entryHeaderSize, head[entryHeaderSize:]
+		return size >= batchHeaderSize && len(p) >= batchHeadSize &&
+			checkBatchHead(p, size) == nil && batchBase(p) == offset
+	case EntryInternal:
+		return true
+	}
+	return false
+}
+
 // validEntry checks an entry's CRC and structure, and that a data entry's batch sits at
 // the expected offset.
 func validEntry(ent []byte, offset int64) (parsedEntry, bool) {
-	if len(ent) < entryHeaderSize || be.Uint32(ent[4:8]) != entryCRC(ent) {
+	if len(ent) < entryHeaderSize || be.Uint32(ent[4:8]) != entryCRC(ent) ||
+		!entryShapeOK(ent, int64(len(ent)), offset) {
 		return parsedEntry{}, false
 	}
-	p := parsedEntry{
+	return parsedEntry{
 		index:   be.Uint64(ent[8:16]),
 		term:    be.Uint64(ent[16:24]),
 		typ:     EntryType(ent[24]),
 		payload: ent[entryHeaderSize:],
 		size:    int64(len(ent)),
-	}
-	switch p.typ {
-	case EntryData:
-		if checkBatch(p.payload) != nil || batchBase(p.payload) != offset {
-			return parsedEntry{}, false
-		}
-	case EntryInternal:
-	default:
-		return parsedEntry{}, false
-	}
-	return p, true
+	}, true
 }

@@ -440,9 +440,8 @@ func (r *entryReader) next() (parsedEntry, int, error) {
 	if err != nil {
 		return parsedEntry{}, readBad, err
 	}
-	length := int64(be.Uint32(h))
-	total := 4 + length
-	if length < entryHeaderSize-4 || length > maxEntryLength || total > r.end-r.pos {
+	total, ok := entryLength(h, r.end-r.pos)
+	if !ok {
 		return parsedEntry{}, readBad, nil
 	}
 	ent, err := r.window(total)

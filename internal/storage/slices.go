@@ -141,7 +141,7 @@ func (l *Log) sliceSegmentBatches(pn pinned, sel *batchSelection, out *BatchSlic
 const (
 	hdrWindow     = 16 << 10
 	hdrSmallEntry = 1 << 10
-	hdrPeekSize   = entryHeaderSize + batchLastOffsetDeltaPos + 4 // entry header + batch fields up to lastOffsetDelta
+	hdrPeekSize   = entryHeaderSize + batchHeadSize
 )
 
 var hdrBufPool = sync.Pool{New: func() any { return new([hdrWindow]byte) }}
@@ -188,7 +188,7 @@ func (h *headerScanner) peek(n int64) ([]byte, error) {
 }
 
 // next decodes the entry at the scanner's position, applying entryReader's checks except
-// the CRC32C (which needs the payload).
+// the CRC32C (which needs the payload): both use entryLength and entryShapeOK.
 func (h *headerScanner) next() (slicedEntry, int, error) {
 	if h.pos >= h.end {
 		return slicedEntry{}, readEnd, nil
@@ -200,31 +200,18 @@ func (h *headerScanner) next() (slicedEntry, int, error) {
 	if err != nil {
 		return slicedEntry{}, readBad, err
 	}
-	length := int64(be.Uint32(b))
-	total := 4 + length
-	if length < entryHeaderSize-4 || length > maxEntryLength || total > h.end-h.pos {
-		return slicedEntry{}, readBad, nil
-	}
-	if be.Uint64(b[8:16]) != h.index {
+	total, ok := entryLength(b, h.end-h.pos)
+	if !ok || be.Uint64(b[8:16]) != h.index || !entryShapeOK(b, total, h.offset) {
 		return slicedEntry{}, readBad, nil
 	}
 	e := slicedEntry{typ: EntryType(b[24]), size: total - entryHeaderSize}
-	switch e.typ {
-	case EntryData:
+	if e.typ == EntryData {
 		p := b[entryHeaderSize:]
-		if e.size < batchHeaderSize || int64(len(p)) < hdrPeekSize-entryHeaderSize ||
-			int64(int32(be.Uint32(p[batchLengthPos:]))) != e.size-12 || p[batchMagicPos] != 2 ||
-			int32(be.Uint32(p[batchLastOffsetDeltaPos:])) < 0 || batchBase(p) != h.offset {
-			return slicedEntry{}, readBad, nil
-		}
 		e.base, e.records = batchBase(p), batchRecords(p)
 		// Only data entries tell the batch sizes to expect: a few small internal entries
 		// between large batches must not make the scanner read large payloads.
 		h.large = total > hdrSmallEntry
 		h.offset += int64(e.records)
-	case EntryInternal:
-	default:
-		return slicedEntry{}, readBad, nil
 	}
 	h.pos += total
 	h.index++
