@@ -111,12 +111,17 @@ func walkBatches(b []byte, from int64) (batchWalk, error) {
 			return w, fmt.Errorf("record batch at offset %d has magic %d; only v2 batches are walked", int64(binary.BigEndian.Uint64(b)), magic)
 		}
 		base := int64(binary.BigEndian.Uint64(b))
-		last := base + int64(int32(binary.BigEndian.Uint32(b[batchLastOffDeltaAt:])))
+		delta := int32(binary.BigEndian.Uint32(b[batchLastOffDeltaAt:]))
+		count := int32(binary.BigEndian.Uint32(b[batchRecordCountAt:]))
+		if delta < 0 || count < 0 {
+			return w, fmt.Errorf("record batch at offset %d has lastOffsetDelta %d and %d records", base, delta, count)
+		}
+		last := base + int64(delta)
 		w.batches++
 		if last >= from {
 			w.bytes += size
 			if binary.BigEndian.Uint16(b[batchAttributesAt:])&batchAttrControl == 0 {
-				w.records += int64(int32(binary.BigEndian.Uint32(b[batchRecordCountAt:])))
+				w.records += int64(count)
 			}
 		}
 		w.next = max(w.next, last+1)

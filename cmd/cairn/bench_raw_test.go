@@ -85,6 +85,9 @@ func TestWalkBatches(t *testing.T) {
 	if _, err := walkBatches(short, 10); err == nil || !strings.Contains(err.Error(), "shorter than a v2 header") {
 		t.Errorf("impossible length: %v", err)
 	}
+	if _, err := walkBatches(rawBatch(10, 0, 0, "x"), 10); err == nil || !strings.Contains(err.Error(), "lastOffsetDelta -1") {
+		t.Errorf("a batch claiming no records: %v", err)
+	}
 }
 
 func TestBenchRawFlags(t *testing.T) {
@@ -176,4 +179,27 @@ func TestBenchConsumeRawReadsEverything(t *testing.T) {
 			t.Errorf("parameters: %v", p)
 		}
 	}
+}
+
+// FuzzWalkBatches feeds the raw consumer's batch walker arbitrary fetch bytes: it must never
+// panic, never count more bytes than it was given or batches that cannot fit, never go
+// backwards from the fetch offset, and never count a negative number of records.
+func FuzzWalkBatches(f *testing.F) {
+	a, b := rawBatch(10, 3, 0, "aaaa"), rawBatch(13, 5, 0, "bbbbbbbbbb")
+	ctl := rawBatch(18, 1, batchAttrControl, "m")
+	all := append(append(append([]byte(nil), a...), b...), ctl...)
+	f.Add(all, int64(10))
+	f.Add(all, int64(15))
+	f.Add(all[:len(all)-5], int64(0))
+	f.Add(all[:40], int64(10))
+	f.Add([]byte{}, int64(-1))
+	f.Fuzz(func(t *testing.T, in []byte, from int64) {
+		w, err := walkBatches(in, from)
+		if w.bytes < 0 || w.bytes > int64(len(in)) || int64(w.batches)*batchHeaderLen > int64(len(in)) {
+			t.Fatalf("walk of %d bytes counted %d bytes in %d batches", len(in), w.bytes, w.batches)
+		}
+		if w.next < from || w.records < 0 {
+			t.Fatalf("walk from %d: next %d, %d records (err %v)", from, w.next, w.records, err)
+		}
+	})
 }
