@@ -97,3 +97,38 @@ func TestCloseEndsParkedWaitsOnBrokenConnections(t *testing.T) {
 	}
 	s.Close() // a second Close is harmless
 }
+
+// trickleReader hands out at most step bytes per Read, as a socket does.
+type trickleReader struct {
+	data []byte
+	step int
+}
+
+func (r *trickleReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.step)], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestReadFrameReadsExactlyTheAnnouncedBytes(t *testing.T) {
+	for _, size := range []int{8, 1 << 20, 1<<20 + 1, 5 << 20, 17<<20 + 3} {
+		data := make([]byte, size+10) // the next frame's bytes follow
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		r := &trickleReader{data: data, step: 64 << 10}
+		got, err := readFrame(r, size)
+		if err != nil || len(got) != size || string(got) != string(data[:size]) {
+			t.Fatalf("size %d: got %d bytes, %v", size, len(got), err)
+		}
+		if len(r.data) != 10 {
+			t.Fatalf("size %d: read %d bytes past the frame", size, 10-len(r.data))
+		}
+		if _, err := readFrame(&trickleReader{data: data[:size-1], step: 1 << 20}, size); err == nil {
+			t.Fatalf("size %d: a frame one byte short read without an error", size)
+		}
+	}
+}
