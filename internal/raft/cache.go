@@ -10,11 +10,12 @@ import (
 // maxCacheBytes bounds one group's entry cache (payload bytes).
 const maxCacheBytes = 4 << 20
 
-// entryCache keeps the newest entries a leader appended, so that raft's reads for its
-// followers (Entries, for every MsgApp once the entries are stable) come from memory
-// instead of the segment files: a read there costs a system call and two copies per
-// entry. Only a leader fills it; the host trims what every voter has acknowledged, so it
-// holds the replication window, at most maxCacheBytes.
+// entryCache keeps the newest entries a replica appended, so that raft's reads of them
+// (Entries: for every MsgApp a leader sends once the entries are stable, and for the
+// committed entries every replica applies) come from memory instead of the segment files:
+// a read there costs a system call and two copies per entry. The host trims what it has
+// applied and, on a leader, what every live voter has acknowledged (group.trimCache), so
+// it holds the replication and apply windows, at most maxCacheBytes.
 type entryCache struct {
 	mu    sync.Mutex
 	first uint64 // index of ents[0]

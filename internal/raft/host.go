@@ -726,11 +726,14 @@ type group struct {
 	acked    ackMap
 	majority uint64
 	applied  uint64
-	waiting  []*Proposal // proposed, not yet appended
-	props    []*Proposal // appended, ascending index
-	needMaj  bool
-	idle     int      // ticks the leader has been idle (quiesce.go)
-	peerIDs  []uint64 // the other members
+	// replicated is, on a leader, the smallest Match of the live followers (MaxUint64
+	// when there are none): the entry cache keeps what they still lack.
+	replicated uint64
+	waiting    []*Proposal // proposed, not yet appended
+	props      []*Proposal // appended, ascending index
+	needMaj    bool
+	idle       int      // ticks the leader has been idle (quiesce.go)
+	peerIDs    []uint64 // the other members
 }
 
 type appendRec struct {
@@ -1122,7 +1125,7 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 	}
 	if ents := m.GetEntries(); len(ents) > 0 {
 		g.truncateProps(ents[0].GetIndex(), ents)
-		conv, err := g.ls.appendEntries(ents, g.state == etcdraft.StateLeader)
+		conv, err := g.ls.appendEntries(ents, true)
 		if err != nil {
 			return err
 		}
@@ -1271,6 +1274,7 @@ func (g *group) handleApply(m *pb.Message) error {
 	}
 	first, last := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
 	g.applied = last
+	g.trimCache()
 	n := 0
 	for _, p := range g.props {
 		idx := p.Index()
@@ -1286,6 +1290,19 @@ func (g *group) handleApply(m *pb.Message) error {
 	}
 	g.props = append(g.props[:0], g.props[n:]...)
 	return nil
+}
+
+// trimCache drops the cached entries nothing will read again. raft reads an entry after
+// appending it twice at most: to apply it here once it commits, and, on a leader, to send it
+// to a live follower that lacks it. Both readers are served from memory that way; a
+// single-replica group, which has no followers, used to read every entry back from its
+// segment files to apply it.
+func (g *group) trimCache() {
+	keep := g.applied
+	if g.state == etcdraft.StateLeader {
+		keep = min(keep, g.replicated)
+	}
+	g.ls.cache.trimBelow(keep + 1)
 }
 
 // updateMajority recomputes the majority-replicated index (leader only) and moves the
@@ -1315,11 +1332,8 @@ func (g *group) updateMajority() {
 			minMatch = min(minMatch, pr.Match)
 		}
 	})
-	if minMatch == math.MaxUint64 {
-		g.ls.cache.reset()
-	} else {
-		g.ls.cache.trimBelow(minMatch + 1)
-	}
+	g.replicated = minMatch
+	g.trimCache()
 	idx := uint64(g.conf.CommittedIndex(g.acked))
 	if idx > g.majority && idx <= own {
 		if t, err := g.ls.Term(idx); err == nil && t == g.term {

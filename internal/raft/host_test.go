@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,6 +102,30 @@ func (g *gate) set(held bool) {
 	g.cond.Broadcast()
 }
 
+// segmentReadCounter counts the reads of segment files (.log) through it.
+type segmentReadCounter struct {
+	storage.FS
+	reads *atomic.Int64
+}
+
+func (f segmentReadCounter) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+	fh, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return fh, err
+	}
+	return countedFile{File: fh, reads: f.reads}, nil
+}
+
+type countedFile struct {
+	storage.File
+	reads *atomic.Int64
+}
+
+func (f countedFile) ReadAt(p []byte, off int64) (int, error) {
+	f.reads.Add(1)
+	return f.File.ReadAt(p, off)
+}
+
 type hostCluster struct {
 	t      *testing.T
 	net    *testNet
@@ -110,6 +137,7 @@ type hostCluster struct {
 	ls     map[[2]uint64]*LogStorage
 	tick   time.Duration
 	voters []uint64
+	reads  map[uint64]*atomic.Int64 // segment file reads per host
 }
 
 func newHostCluster(t *testing.T, nodes, groups int) *hostCluster {
@@ -123,7 +151,7 @@ func newHostClusterTick(t *testing.T, nodes, groups int, tick time.Duration) *ho
 // newHostClusterVoters bootstraps every group with the given voters (all nodes if nil).
 func newHostClusterVoters(t *testing.T, nodes, groups int, tick time.Duration, voters []uint64) *hostCluster {
 	c := &hostCluster{t: t, tick: tick, voters: voters, net: newTestNet(), fs: map[uint64]*storage.MemFS{}, gates: map[uint64]*gate{},
-		hosts: map[uint64]*Host{}, ls: map[[2]uint64]*LogStorage{}}
+		hosts: map[uint64]*Host{}, ls: map[[2]uint64]*LogStorage{}, reads: map[uint64]*atomic.Int64{}}
 	for i := 1; i <= nodes; i++ {
 		c.ids = append(c.ids, uint64(i))
 	}
@@ -136,6 +164,7 @@ func newHostClusterVoters(t *testing.T, nodes, groups int, tick time.Duration, v
 	for _, id := range c.ids {
 		c.fs[id] = storage.NewMemFS()
 		c.gates[id] = newGate()
+		c.reads[id] = new(atomic.Int64)
 		c.start(id)
 	}
 	t.Cleanup(c.close)
@@ -147,7 +176,8 @@ func (c *hostCluster) start(id uint64) {
 	h := NewHost(HostOptions{NodeID: id, Transport: netSender{c.net, id}, TickInterval: c.tick,
 		Workers: 2, flushGate: c.gates[id].wait})
 	for _, g := range c.groups {
-		ls, err := Open(storage.Options{FS: c.fs[id], Dir: fmt.Sprintf("g%d", g), SegmentBytes: 4096})
+		fs := segmentReadCounter{FS: c.fs[id], reads: c.reads[id]}
+		ls, err := Open(storage.Options{FS: fs, Dir: fmt.Sprintf("g%d", g), SegmentBytes: 4096})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -961,5 +991,51 @@ func TestOutboxCoalescesWrittenReports(t *testing.T) {
 	ob.flush()
 	if len(rs.sent[2]) != 2 || rs.sent[2][1].Written[0].Index != 1 {
 		t.Fatal("a new round starts afresh")
+	}
+}
+
+// TestHostAppliesAndReplicatesFromMemory: in steady state no replica reads its segment
+// files back, neither to apply committed entries nor (on the leader) to feed followers;
+// both reads come from the entry cache. A single-replica group once read every entry back
+// from its files to apply it.
+func TestHostAppliesAndReplicatesFromMemory(t *testing.T) {
+	for _, nodes := range []int{1, 3} {
+		t.Run(fmt.Sprint(nodes, "replicas"), func(t *testing.T) {
+			checkLeaks(t)
+			c := newHostCluster(t, nodes, 1)
+			if err := c.hosts[1].Campaign(1); err != nil {
+				t.Fatal(err)
+			}
+			c.waitLeaders(5 * time.Second)
+			c.waitCaughtUp(1, c.ids...)
+			for _, id := range c.ids {
+				c.reads[id].Store(0)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var last *Proposal
+			for i := range 200 {
+				p, err := c.hosts[1].ProposeAsync(1, batch(3, int64(i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				last = p
+				if i%20 == 19 {
+					if err := p.Wait(ctx, StageCommitted); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := last.Wait(ctx, StageCommitted); err != nil {
+				t.Fatal(err)
+			}
+			idx := last.Index()
+			for _, id := range c.ids {
+				waitFor(t, 5*time.Second, fmt.Sprintf("host %d to apply %d", id, idx), func() bool { return c.status(id, 1).Applied >= idx })
+				if n := c.reads[id].Load(); n != 0 {
+					t.Errorf("host %d read its segment files %d times while applying 200 fresh entries", id, n)
+				}
+			}
+		})
 	}
 }
