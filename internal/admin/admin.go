@@ -48,7 +48,7 @@ func NewMetrics(b *broker.Broker) *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.connections,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&partitionCollector{b: b})
+		&partitionCollector{b: b}, &rpcCollector{b: b})
 	return m
 }
 
@@ -135,6 +135,49 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUnderMinCount, prometheus.GaugeValue, counts[0])
 	ch <- prometheus.MustNewConstMetric(descAtMinCount, prometheus.GaugeValue, counts[1])
 	ch <- prometheus.MustNewConstMetric(descUnderReplCount, prometheus.GaugeValue, counts[2])
+}
+
+var peerLabels = []string{"peer"}
+
+var (
+	descRPCSentMsgs  = prometheus.NewDesc("cairn_rpc_messages_sent_total", "Inter-broker messages written to a peer.", peerLabels, nil)
+	descRPCSentBytes = prometheus.NewDesc("cairn_rpc_bytes_sent_total", "Inter-broker frame bytes written to a peer.", peerLabels, nil)
+	descRPCRecvBytes = prometheus.NewDesc("cairn_rpc_bytes_received_total", "Inter-broker frame bytes read from a peer.", peerLabels, nil)
+	descRPCDropped   = prometheus.NewDesc("cairn_rpc_messages_dropped_total", "Messages to a peer discarded: a failed write, the peer unreachable too long, or removed (Raft resends what it still needs).", peerLabels, nil)
+	descRPCRefused   = prometheus.NewDesc("cairn_rpc_send_backpressure_total", "Sends to a peer refused because its queue was full (Raft probes the peer again).", peerLabels, nil)
+	descRPCQueued    = prometheus.NewDesc("cairn_rpc_queued_bytes", "Encoded bytes queued for a peer, including the batch being written.", peerLabels, nil)
+	descRPCConnected = prometheus.NewDesc("cairn_rpc_peer_connected", "1 if the outbound connection to a peer is open.", peerLabels, nil)
+)
+
+// rpcCollector exports the inter-broker transport's counters: a full queue or dropped
+// messages explain stalled replication and unexpected elections.
+type rpcCollector struct{ b *broker.Broker }
+
+func (c *rpcCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRPCSentMsgs, descRPCSentBytes, descRPCRecvBytes, descRPCDropped, descRPCRefused, descRPCQueued, descRPCConnected} {
+		ch <- d
+	}
+}
+
+func (c *rpcCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.b.RPCStats().Peers {
+		peer := strconv.Itoa(int(p.ID))
+		for _, m := range []struct {
+			d *prometheus.Desc
+			t prometheus.ValueType
+			v float64
+		}{
+			{descRPCSentMsgs, prometheus.CounterValue, float64(p.MessagesSent)},
+			{descRPCSentBytes, prometheus.CounterValue, float64(p.BytesSent)},
+			{descRPCRecvBytes, prometheus.CounterValue, float64(p.BytesReceived)},
+			{descRPCDropped, prometheus.CounterValue, float64(p.Dropped)},
+			{descRPCRefused, prometheus.CounterValue, float64(p.Backpressured)},
+			{descRPCQueued, prometheus.GaugeValue, float64(p.QueuedBytes)},
+			{descRPCConnected, prometheus.GaugeValue, b2f(p.Connected)},
+		} {
+			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.v, peer)
+		}
+	}
 }
 
 func b2f(v bool) float64 {

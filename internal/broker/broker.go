@@ -290,6 +290,9 @@ func (b *Broker) Close() error {
 // NodeID is this broker's id.
 func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 
+// RPCStats returns the inter-broker transport's per-peer counters.
+func (b *Broker) RPCStats() rpc.Stats { return b.transport.Stats() }
+
 // RPCAddr is the address the inter-broker transport listens on.
 func (b *Broker) RPCAddr() string { return b.cfg.RPCAddr }
 

@@ -231,6 +231,26 @@ func TestClusterMetadataAndReplication(t *testing.T) {
 			return ends[0] == ends[1] && ends[1] == ends[2] && ends[0] > 0
 		})
 	}
+
+	// The inter-broker transport is visible per peer: replication went over it, every
+	// outbound connection is open, and this light load never met a full queue.
+	for _, b := range bs {
+		for _, o := range bs {
+			if o == b {
+				continue
+			}
+			peer := fmt.Sprintf(`{peer="%d"}`, o.opts.NodeID)
+			if v, ok := b.Metric(t, "cairn_rpc_bytes_sent_total", peer); !ok || v <= 0 {
+				t.Errorf("broker %d: cairn_rpc_bytes_sent_total%s = %v (present %v), want > 0", b.opts.NodeID, peer, v, ok)
+			}
+			if v, ok := b.Metric(t, "cairn_rpc_peer_connected", peer); !ok || v != 1 {
+				t.Errorf("broker %d: cairn_rpc_peer_connected%s = %v (present %v), want 1", b.opts.NodeID, peer, v, ok)
+			}
+			if v, ok := b.Metric(t, "cairn_rpc_send_backpressure_total", peer); !ok || v != 0 {
+				t.Errorf("broker %d: cairn_rpc_send_backpressure_total%s = %v (present %v), want 0", b.opts.NodeID, peer, v, ok)
+			}
+		}
+	}
 }
 
 // TestClusterLeaderKill9UnderLoad: 3 brokers, RF=3, an idempotent producer at acks=-1;
