@@ -123,9 +123,13 @@ type HostOptions struct {
 	Workers int
 	// Logger is raft's logger (default: discard everything but panics).
 	Logger etcdraft.Logger
-	// MaxSizePerMsg and MaxInflightMsgs bound replication traffic (default 1 MiB, 256).
-	MaxSizePerMsg   uint64
-	MaxInflightMsgs int
+	// MaxSizePerMsg, MaxInflightMsgs and MaxInflightBytes bound replication traffic to each
+	// follower of a group (default 1 MiB, 256 and 8 MiB). The byte bound keeps one busy
+	// group from filling the transport's queue to a peer on its own (refused sends make raft
+	// fall back to probing that follower).
+	MaxSizePerMsg    uint64
+	MaxInflightMsgs  int
+	MaxInflightBytes uint64
 
 	// flushGate, if set, is called by a flusher before it flushes a group (tests hold
 	// flushes with it).
@@ -202,6 +206,9 @@ func NewHost(opts HostOptions) *Host {
 	}
 	if opts.MaxInflightMsgs <= 0 {
 		opts.MaxInflightMsgs = 256
+	}
+	if opts.MaxInflightBytes == 0 {
+		opts.MaxInflightBytes = 8 << 20
 	}
 	h := &Host{opts: opts, id: opts.NodeID, groups: map[uint64]*group{}, stop: make(chan struct{})}
 	h.tickNo.Store(1)
@@ -285,6 +292,7 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 		Applied:                   ls.ConfIndex(),
 		MaxSizePerMsg:             h.opts.MaxSizePerMsg,
 		MaxInflightMsgs:           h.opts.MaxInflightMsgs,
+		MaxInflightBytes:          h.opts.MaxInflightBytes,
 		CheckQuorum:               true,
 		PreVote:                   true,
 		AsyncStorageWrites:        true,

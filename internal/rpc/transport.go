@@ -39,7 +39,11 @@ type Options struct {
 	// A single larger message still goes alone in its own batch.
 	MaxBatchBytes int
 	// MaxQueueBytes bounds the encoded bytes queued for one peer, including the batch being
-	// written (default 8 MiB). Send returns ErrBackpressure beyond it.
+	// written (default 64 MiB). Send returns ErrBackpressure beyond it. The default leaves room
+	// for several busy Raft groups' replication windows (raft.HostOptions.MaxInflightBytes):
+	// with 8 MiB, eight partitions under acks=1 load filled the queue, refused sends made Raft
+	// probe its followers one message at a time, and dropped heartbeat responses ended
+	// leaderships (CheckQuorum).
 	MaxQueueBytes int
 	// MaxFrameBytes is the largest frame body this node accepts, and so the largest message it
 	// sends (default 16 MiB). Peers must agree on it.
@@ -71,7 +75,7 @@ func (o *Options) withDefaults() {
 		}
 	}
 	def(&o.MaxBatchBytes, 1<<20)
-	def(&o.MaxQueueBytes, 8<<20)
+	def(&o.MaxQueueBytes, 64<<20)
 	def(&o.MaxFrameBytes, 16<<20)
 	defD(&o.DialTimeout, 5*time.Second)
 	defD(&o.HandshakeTimeout, 5*time.Second)
