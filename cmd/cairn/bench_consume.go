@@ -254,6 +254,9 @@ func (c *benchConsumers) stop(cancel context.CancelFunc) {
 }
 
 func (c *benchConsumers) close() {
+	for _, rc := range c.raw {
+		rc.closeConns()
+	}
 	var wg sync.WaitGroup
 	for _, cl := range c.clients {
 		wg.Go(cl.Close)

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,7 +26,8 @@ import (
 // only walk the RecordBatch headers of the answers. franz-go's consumer
 // decodes every record into a kgo.Record, which on a small machine costs more
 // CPU than the broker spends serving the fetch, so a throughput measured
-// through it is the client's; the raw mode leaves the broker as the limit.
+// through it is the client's; the raw mode leaves the broker as the limit. Its
+// fetches go over its own connections (rawConn), read into reused buffers.
 
 const (
 	// rawFetchVersion is the newest Fetch that still names topics (v13
@@ -137,13 +141,118 @@ func rawVersions() *kversion.Versions {
 	return v
 }
 
-// rawConsumer is one raw consumer: its client (its own connections) and its
-// partitions' next fetch offsets.
+// rawConsumer is one raw consumer: its client (for metadata and offsets), its
+// own fetch connections, and its partitions' next fetch offsets.
 type rawConsumer struct {
 	cl      *kgo.Client
 	adm     *kadm.Client
 	offsets map[int32]int64
 	leaders map[int32]int32
+	addrs   map[int32]string // broker id → host:port, from the last metadata
+
+	mu    sync.Mutex
+	conns map[int32]*rawConn // by broker id
+}
+
+// rawConn is a raw consumer's fetch connection to one broker. Requests are
+// encoded into, and responses read into, one buffer reused for every fetch, and
+// the record bytes are walked where they landed: like `bench tcp`'s reader, the
+// client allocates and copies nothing per fetch beyond the socket read itself.
+// (franz-go's Request path reads each response into a new buffer, which on
+// this machine cost more CPU than the broker spent serving the fetch.)
+type rawConn struct {
+	conn net.Conn
+	buf  []byte
+	corr int32
+}
+
+var rawFormatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("cairn-bench"))
+
+// rawConnFor returns the consumer's connection to broker id, dialling it if needed.
+func (rc *rawConsumer) rawConnFor(ctx context.Context, id int32) (*rawConn, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if c := rc.conns[id]; c != nil {
+		return c, nil
+	}
+	addr, ok := rc.addrs[id]
+	if !ok {
+		return nil, fmt.Errorf("broker %d is not in the metadata", id)
+	}
+	d := net.Dialer{Timeout: defaultAdminTimeout}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if rc.conns == nil {
+		rc.conns = map[int32]*rawConn{}
+	}
+	c := &rawConn{conn: conn}
+	rc.conns[id] = c
+	return c, nil
+}
+
+// dropConn closes and forgets the connection to broker id (after a failed fetch).
+func (rc *rawConsumer) dropConn(id int32) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if c := rc.conns[id]; c != nil {
+		c.conn.Close()
+		delete(rc.conns, id)
+	}
+}
+
+func (rc *rawConsumer) closeConns() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for id, c := range rc.conns {
+		c.conn.Close()
+		delete(rc.conns, id)
+	}
+}
+
+// fetch sends req (at rawFetchVersion) and decodes the answer, whose record
+// bytes alias c.buf until the next fetch on c.
+func (c *rawConn) fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	req.Version = rawFetchVersion
+	c.corr++
+	c.buf = rawFormatter.AppendRequest(c.buf[:0], req, c.corr)
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c.conn.SetDeadline(time.Now().Add(rawFetchMaxWait + defaultAdminTimeout))
+	if _, err := c.conn.Write(c.buf); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.conn, size[:]); err != nil {
+		return nil, err
+	}
+	n := int(int32(binary.BigEndian.Uint32(size[:])))
+	if n < 5 || n > rawFetchMaxBytes+1<<20 {
+		return nil, fmt.Errorf("response of %d bytes to a fetch of at most %d", n, rawFetchMaxBytes)
+	}
+	if cap(c.buf) < n {
+		c.buf = make([]byte, n)
+	}
+	body := c.buf[:n]
+	if _, err := io.ReadFull(c.conn, body); err != nil {
+		return nil, err
+	}
+	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
+		return nil, fmt.Errorf("response to request %d, want %d", corr, c.corr)
+	}
+	// Fetch v12 is flexible: its response header ends with tagged fields.
+	body = body[4:]
+	tags, k := binary.Uvarint(body)
+	if k <= 0 || tags != 0 {
+		return nil, fmt.Errorf("response header with %d tagged fields (bad varint: %v); none expected", tags, k <= 0)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = rawFetchVersion
+	if err := resp.ReadFrom(body[k:]); err != nil {
+		return nil, fmt.Errorf("decoding the fetch response: %w", err)
+	}
+	return resp, nil
 }
 
 // newRawConsumers deals the partitions of offsets round-robin to the
@@ -264,15 +373,19 @@ func (c *benchConsumers) fetchOnce(ctx context.Context, rc *rawConsumer, leader 
 	}
 	req.Topics = append(req.Topics, rt)
 
-	kresp, err := rc.cl.Broker(int(leader)).RetriableRequest(ctx, req)
+	conn, err := rc.rawConnFor(ctx, leader)
+	var resp *kmsg.FetchResponse
+	if err == nil {
+		resp, err = conn.fetch(ctx, req)
+	}
 	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, kgo.ErrClientClosed) {
+		rc.dropConn(leader)
+		if ctx.Err() == nil {
 			c.errs.add(fmt.Errorf("fetch from broker %d: %w", leader, err))
 		}
 		res.refresh, res.failed = true, true
 		return res
 	}
-	resp := kresp.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		c.errs.add(fmt.Errorf("fetch from broker %d: %w", leader, err))
 		res.refresh, res.failed = true, true
@@ -342,11 +455,15 @@ func (c *benchConsumers) fetchOnce(ctx context.Context, rc *rawConsumer, leader 
 func (rc *rawConsumer) refreshLeaders(ctx context.Context, topic string) error {
 	ctx, cancel := context.WithTimeout(ctx, defaultAdminTimeout)
 	defer cancel()
-	tds, err := rc.adm.ListTopics(ctx, topic)
+	md, err := rc.adm.Metadata(ctx, topic)
 	if err != nil {
 		return err
 	}
-	td, ok := tds[topic]
+	addrs := map[int32]string{}
+	for _, b := range md.Brokers {
+		addrs[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	td, ok := md.Topics[topic]
 	if !ok {
 		return fmt.Errorf("topic %q not in the metadata", topic)
 	}
@@ -363,6 +480,9 @@ func (rc *rawConsumer) refreshLeaders(ctx context.Context, topic string) error {
 		leaders[p] = pd.Leader
 	}
 	rc.leaders = leaders
+	rc.mu.Lock()
+	rc.addrs = addrs
+	rc.mu.Unlock()
 	return nil
 }
 
