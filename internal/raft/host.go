@@ -491,7 +491,10 @@ func (h *Host) Propose(ctx context.Context, id uint64, data []byte) (index, term
 	return p.Index(), p.Term(), nil
 }
 
-// ProposeAsync proposes data and returns a handle to wait on its stages.
+// ProposeAsync proposes data and returns a handle to wait on its stages. The host keeps
+// data only until raft has appended the entry (raft appends a copy), so data may alias a
+// caller's buffer that stays unmodified until then: until the proposal reaches
+// StageAppended or fails.
 func (h *Host) ProposeAsync(id uint64, data []byte) (*Proposal, error) {
 	return h.ProposeAsyncInTerm(id, data, 0)
 }
