@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The benchmark pass behind docs/benchmarks.md's table: about 12 minutes, on an otherwise
+# idle machine. It builds cairn, then measures:
+#   single  one broker: 3 rounds of acks=all strict, write caching and acks=1 produce runs,
+#           each run bracketed by `cairn bench disk` runs of the same length in the data
+#           folder (the ratio divides by their mean); then consume from page cache with
+#           `bench consume --raw` against `bench tcp`; CPU and heap profiles.
+#   cluster three brokers, RF=3: 3 rounds of acks=all runs bracketed by disk runs, one acks=1
+#           run, latency at offered 20 and 40 MB/s; CPU and heap profiles of each broker.
+# Usage: scripts/bench.sh [single|cluster|all]   (results, JSON and profiles in $OUT)
+# Ports 31092-31644 and 41092-43644 on 127.0.0.1 must be free; data goes under $WORK.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+WORK=${WORK:-/tmp/cairn-bench}
+OUT=${OUT:-$WORK/out}
+B=$WORK/cairn
+mkdir -p "$OUT"
+go build -o "$B" ./cmd/cairn || exit 1
+
+pids=()
+stop_all() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	pids=()
+}
+trap stop_all EXIT
+waitport() {
+	for _ in $(seq 1 150); do
+		(echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+		sleep 0.2
+	done
+	echo "port $1 did not open" >&2
+	exit 1
+}
+disk() { "$B" bench disk --dir "$1" --size 8GiB --duration "$2" --json >"$OUT/$3.json" 2>/dev/null; }
+profile() { curl -s -o "$OUT/$2.pprof" "http://$1/debug/pprof/profile?seconds=$3"; curl -s -o "$OUT/$2-heap.pprof" "http://$1/debug/pprof/heap"; }
+
+single() {
+	local d=$WORK/single BR=127.0.0.1:31092 cp
+	rm -rf "$d"
+	mkdir -p "$d"
+	"$B" start --node-id 1 --data-dir "$d" --kafka-addr $BR --rpc-addr 127.0.0.1:31093 \
+		--admin-addr 127.0.0.1:31644 >"$OUT/single.log" 2>&1 &
+	pids+=($!)
+	waitport 31092
+	for r in 1 2 3; do
+		"$B" topic create "s$r" -p 8 -b $BR >/dev/null
+		"$B" topic create "w$r" -p 8 -c write.caching=true -b $BR >/dev/null
+		"$B" topic create "a$r" -p 8 -b $BR >/dev/null
+		disk "$d" 12s "s-disk-$r-0"
+		cp=""
+		if [ "$r" = 2 ]; then (sleep 6; profile 127.0.0.1:31644 single-produce 8) & cp=$!; fi
+		"$B" bench produce -b $BR -t "s$r" --duration 12s --json >"$OUT/s-strict-$r.json" 2>/dev/null
+		[ -n "$cp" ] && wait "$cp"
+		disk "$d" 12s "s-disk-$r-1"
+		"$B" bench produce -b $BR -t "w$r" --duration 12s --json >"$OUT/s-wc-$r.json" 2>/dev/null
+		disk "$d" 12s "s-disk-$r-2"
+		"$B" bench produce -b $BR -t "a$r" --acks 1 --duration 12s --json >"$OUT/s-acks1-$r.json" 2>/dev/null
+		disk "$d" 12s "s-disk-$r-3"
+		"$B" topic delete "s$r" "w$r" "a$r" -b $BR >/dev/null
+		sleep 3
+	done
+	# Consume from page cache: about 5 GB in 4 partitions, read from the start.
+	"$B" topic create c -p 4 -b $BR >/dev/null
+	"$B" bench produce -b $BR -t c --acks 1 --duration 20s --warmup 0s --json >"$OUT/c-fill.json" 2>/dev/null
+	sync
+	sleep 3
+	for r in 1 2 3; do
+		"$B" bench tcp --json >"$OUT/c-tcp-$r.json" 2>/dev/null
+		for n in 1 2 4; do
+			"$B" bench consume -b $BR -t c --raw --consumers $n --duration 8s --json >"$OUT/c-raw$n-$r.json" 2>/dev/null
+		done
+	done
+	(sleep 1; profile 127.0.0.1:31644 consume 5) & cp=$!
+	for _ in 1 2 3 4 5 6; do "$B" bench consume -b $BR -t c --raw --consumers 2 --duration 8s >/dev/null 2>&1; done
+	wait "$cp"
+	stop_all
+	rm -rf "$d"
+}
+
+cluster() {
+	local d=$WORK/cluster BR=127.0.0.1:41092,127.0.0.1:42092,127.0.0.1:43092 cp
+	local seeds=127.0.0.1:41093,127.0.0.1:42093,127.0.0.1:43093
+	rm -rf "$d"
+	mkdir -p "$d"
+	for i in 1 2 3; do
+		"$B" start --node-id $i --data-dir "$d/d$i" --kafka-addr 127.0.0.1:4${i}092 --rpc-addr 127.0.0.1:4${i}093 \
+			--admin-addr 127.0.0.1:4${i}644 --rack rack-$i --seeds $seeds >"$OUT/cluster-$i.log" 2>&1 &
+		pids+=($!)
+	done
+	for i in 1 2 3; do waitport 4${i}092; done
+	sleep 3
+	for r in 1 2 3; do
+		"$B" topic create "r$r" -p 8 -r 3 -b $BR >/dev/null
+		sleep 2
+		disk "$d" 15s "r-disk-$r-0"
+		cp=""
+		if [ "$r" = 2 ]; then
+			(sleep 8; for i in 1 2 3; do profile 127.0.0.1:4${i}644 cluster-$i 6 & done; wait
+				for i in 1 2 3; do grep VmRSS /proc/"${pids[$((i - 1))]}"/status >"$OUT/cluster-rss-$i.txt"; done) &
+			cp=$!
+		fi
+		"$B" bench produce -b $BR -t "r$r" --duration 15s --json >"$OUT/r-strict-$r.json" 2>/dev/null
+		[ -n "$cp" ] && wait "$cp"
+		disk "$d" 15s "r-disk-$r-1"
+		"$B" topic delete "r$r" -b $BR >/dev/null
+		sleep 3
+	done
+	"$B" topic create ra -p 8 -r 3 -b $BR >/dev/null
+	sleep 2
+	"$B" bench produce -b $BR -t ra --acks 1 --duration 15s --json >"$OUT/r-acks1.json" 2>/dev/null
+	"$B" topic create rl -p 8 -r 3 -b $BR >/dev/null
+	sleep 2
+	"$B" bench produce -b $BR -t rl --rate 20000 --duration 15s --json >"$OUT/r-rate20k.json" 2>/dev/null
+	"$B" bench produce -b $BR -t rl --rate 40000 --duration 15s --json >"$OUT/r-rate40k.json" 2>/dev/null
+	for i in 1 2 3; do curl -s 127.0.0.1:4${i}644/metrics | grep -E 'leader_epoch|cairn_rpc_' >"$OUT/cluster-metrics-$i.txt"; done
+	stop_all
+	rm -rf "$d"
+}
+
+case ${1:-all} in
+single) single ;;
+cluster) cluster ;;
+all) single; cluster ;;
+*) echo "usage: $0 [single|cluster|all]" >&2; exit 2 ;;
+esac
+/usr/bin/python3 scripts/bench_summary.py "$OUT"

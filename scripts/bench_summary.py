@@ -1,0 +1,71 @@
+"""Prints the ratios of docs/benchmarks.md's table from the JSON files scripts/bench.sh wrote.
+
+Each produce run is divided by the mean of the disk runs just before and after it (same
+length, same folder); the 3-broker runs by a third of that; consume by loopback TCP measured
+in the same round. Files that are missing (a phase not run) are skipped.
+"""
+
+import json
+import os
+import statistics
+import sys
+
+out = sys.argv[1]
+
+
+def load(name):
+    path = os.path.join(out, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def show(label, ratios, extra=""):
+    if ratios:
+        print(f"{label}: median {statistics.median(ratios):.2f} (runs {', '.join(f'{r:.2f}' for r in ratios)}){extra}")
+
+
+single = {"strict": [], "wc": [], "acks1": []}
+for r in (1, 2, 3):
+    disks = [load(f"s-disk-{r}-{k}") for k in range(4)]
+    for i, mode in enumerate(single):
+        run = load(f"s-{mode}-{r}")
+        if run is None or disks[i] is None or disks[i + 1] is None:
+            continue
+        disk = (disks[i]["mb_per_s"] + disks[i + 1]["mb_per_s"]) / 2
+        single[mode].append(run["mb_per_s"] / disk)
+        print(f"1 broker {mode:6} round {r}: {run['mb_per_s']:7.1f} MB/s, disk {disk:6.1f} MB/s, "
+              f"ratio {run['mb_per_s'] / disk:.2f}, p50 {run['p50_ms']:.0f} ms, p99 {run['p99_ms']:.0f} ms, errors {run['errors']}")
+show("1 broker acks=all strict ÷ disk (goal >= 0.75)", single["strict"])
+show("1 broker write caching ÷ disk", single["wc"])
+show("1 broker acks=1 ÷ disk", single["acks1"])
+
+consume = {1: [], 2: [], 4: []}
+for r in (1, 2, 3):
+    tcp = load(f"c-tcp-{r}")
+    for n in consume:
+        run = load(f"c-raw{n}-{r}")
+        if tcp is None or run is None:
+            continue
+        consume[n].append(run["mb_per_s"] / tcp["mb_per_s"])
+        print(f"consume --raw x{n} round {r}: {run['mb_per_s']:7.1f} MB/s, loopback TCP {tcp['mb_per_s']:7.1f} MB/s, "
+              f"errors {run['errors']}")
+for n, ratios in consume.items():
+    show(f"consume {n} consumer(s) ÷ loopback TCP (goal >= 0.8)", ratios)
+
+cluster = []
+for r in (1, 2, 3):
+    before, after, run = load(f"r-disk-{r}-0"), load(f"r-disk-{r}-1"), load(f"r-strict-{r}")
+    if None in (before, after, run):
+        continue
+    third = (before["mb_per_s"] + after["mb_per_s"]) / 2 / 3
+    cluster.append(run["mb_per_s"] / third)
+    print(f"3 brokers RF=3 round {r}: {run['mb_per_s']:6.1f} MB/s, disk÷3 {third:6.1f} MB/s, "
+          f"p50 {run['p50_ms']:.0f} ms, p99 {run['p99_ms']:.0f} ms, errors {run['errors']}")
+show("3 brokers RF=3 acks=all ÷ (disk ÷ 3) (goal >= 0.6)", cluster)
+for name in ("r-acks1", "r-rate20k", "r-rate40k"):
+    run = load(name)
+    if run is not None:
+        print(f"{name}: {run['mb_per_s']:.1f} MB/s, p50 {run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, "
+              f"p99.9 {run['p999_ms']:.1f} ms, max {run['max_ms']:.1f} ms, errors {run['errors']}")
