@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -338,7 +339,10 @@ func TestBenchStopsOnCancel(t *testing.T) {
 		err := root.ExecuteContext(ctx)
 		done <- result{out: out.String(), errOut: errOut.String(), err: err}
 	}()
-	// Cancel once the run is producing (the progress line reports acks).
+	// Cancel once the run has been producing for a while: 50 records stored take 100 ms
+	// at 500/s, ten times the producer's linger, so acknowledgements have reached the run's
+	// counters by then. (Cancelling at the first stored record once left the summary with
+	// no acknowledgement counted yet, 18 ms into the run.)
 	adm := newAdmin(t, addr)
 	waitFor(t, "records in the bench topic", func() (bool, string) {
 		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -349,7 +353,7 @@ func TestBenchStopsOnCancel(t *testing.T) {
 		}
 		var n int64
 		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
-		return n > 0, ""
+		return n >= 50, strconv.FormatInt(n, 10) + " records"
 	})
 	cancel()
 	select {
