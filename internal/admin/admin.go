@@ -98,8 +98,13 @@ var (
 type partitionCollector struct{ b *broker.Broker }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descSize, descFlushes,
-		descLeader, descEpoch, descReplicas, descISR, descUnderMin, descAtMin, descUnderRepl, descUnderMinCount, descAtMinCount, descUnderReplCount} {
+	describe(ch, descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descSize, descFlushes,
+		descLeader, descEpoch, descReplicas, descISR, descUnderMin, descAtMin, descUnderRepl, descUnderMinCount, descAtMinCount, descUnderReplCount)
+}
+
+// describe sends a collector's descriptors.
+func describe(ch chan<- *prometheus.Desc, descs ...*prometheus.Desc) {
+	for _, d := range descs {
 		ch <- d
 	}
 }
@@ -154,9 +159,7 @@ var (
 type rpcCollector struct{ b *broker.Broker }
 
 func (c *rpcCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRPCSentMsgs, descRPCSentBytes, descRPCRecvBytes, descRPCDropped, descRPCRefused, descRPCQueued, descRPCConnected} {
-		ch <- d
-	}
+	describe(ch, descRPCSentMsgs, descRPCSentBytes, descRPCRecvBytes, descRPCDropped, descRPCRefused, descRPCQueued, descRPCConnected)
 }
 
 func (c *rpcCollector) Collect(ch chan<- prometheus.Metric) {
