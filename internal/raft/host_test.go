@@ -254,20 +254,33 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 func newLedCluster(t *testing.T) *hostCluster {
 	t.Helper()
 	c := newHostCluster(t, 3, 1)
-	if err := c.hosts[1].Campaign(1); err != nil {
-		t.Fatal(err)
-	}
-	// Another host's own election can start before the campaign and win (about one start
-	// in 300 under -race on 2 cores): hand leadership over to host 1 then.
-	waitFor(t, 10*time.Second, "host 1 to lead group 1", func() bool {
-		l := c.leader(1)
-		if l != 0 && l != 1 {
-			_ = c.hosts[l].TransferLeadership(1, 1)
-		}
-		return l == 1
-	})
+	c.makeLeader(1, 1)
 	c.waitCaughtUp(1, c.ids...)
 	return c
+}
+
+// makeLeader has host id campaign for g and waits until every reachable host agrees it
+// leads. Another host's own election can start before the campaign, or just after it, and
+// win (about one start in 300 under -race on 2 cores): leadership is handed back then.
+func (c *hostCluster) makeLeader(g, id uint64) {
+	c.t.Helper()
+	if err := c.hosts[id].Campaign(g); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitLeads(g, id)
+}
+
+// waitLeads waits until every reachable host agrees that id leads g, handing leadership
+// to id when another host won an election.
+func (c *hostCluster) waitLeads(g, id uint64) {
+	c.t.Helper()
+	waitFor(c.t, 10*time.Second, fmt.Sprintf("host %d to lead group %d", id, g), func() bool {
+		l := c.leader(g)
+		if l != 0 && l != id {
+			_ = c.hosts[l].TransferLeadership(g, id)
+		}
+		return l == id
+	})
 }
 
 func (c *hostCluster) waitLeaders(timeout time.Duration) map[uint64]uint64 {
@@ -652,10 +665,7 @@ func TestHostLeaderLossAndCrashRestart(t *testing.T) {
 func TestHostProposalErrors(t *testing.T) {
 	checkLeaks(t)
 	c := newHostCluster(t, 3, 1)
-	if err := c.hosts[1].Campaign(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitLeaders(5 * time.Second)
+	c.makeLeader(1, 1)
 	ctx := context.Background()
 	if _, _, err := c.hosts[2].Propose(ctx, 1, batch(1, 1)); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("follower propose: %v", err)
@@ -761,11 +771,8 @@ func TestHostRemoveGroup(t *testing.T) {
 	checkLeaks(t)
 	c := newHostCluster(t, 3, 2)
 	for _, g := range c.groups {
-		if err := c.hosts[1].Campaign(g); err != nil {
-			t.Fatal(err)
-		}
+		c.makeLeader(g, 1)
 	}
-	c.waitLeaders(5 * time.Second)
 	if err := c.hosts[3].RemoveGroup(2); err != nil {
 		t.Fatal(err)
 	}
@@ -883,13 +890,7 @@ func (c *hostCluster) leaderOf(g uint64) uint64 {
 func TestHostLaggingFollowerInstallsSnapshot(t *testing.T) {
 	checkLeaks(t)
 	c := newHostCluster(t, 3, 1)
-	if err := c.hosts[1].Campaign(1); err != nil {
-		t.Fatal(err)
-	}
-	c.waitLeaders(5 * time.Second)
-	if c.leader(1) != 1 {
-		t.Fatalf("leader %d, want 1", c.leader(1))
-	}
+	c.makeLeader(1, 1)
 	c.net.isolate(3, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -1008,10 +1009,7 @@ func TestHostAppliesAndReplicatesFromMemory(t *testing.T) {
 		t.Run(fmt.Sprint(nodes, "replicas"), func(t *testing.T) {
 			checkLeaks(t)
 			c := newHostCluster(t, nodes, 1)
-			if err := c.hosts[1].Campaign(1); err != nil {
-				t.Fatal(err)
-			}
-			c.waitLeaders(5 * time.Second)
+			c.makeLeader(1, 1)
 			c.waitCaughtUp(1, c.ids...)
 			for _, id := range c.ids {
 				c.reads[id].Store(0)

@@ -176,7 +176,9 @@ func TestHostQuiescedFollowerPartitionHeals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.waitLeaders(10 * time.Second)
+	for _, g := range c.groups {
+		c.waitLeads(g, 1)
+	}
 	c.waitQuiesced(10 * time.Second)
 	c.net.isolate(3, true)
 	// Long enough for host 3 to time out, pre-vote and for host 1 to notice it is gone.
