@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,7 +35,29 @@ const (
 	// are pending. A single frame larger than this is still read, but only once nothing
 	// else of the connection is in flight.
 	maxInFlightBytes = 64 << 20
+	// maxUnfilledFrameBytes bounds, for the whole server, the frames allocated at their
+	// announced size before their bytes arrived (see readFrame).
+	maxUnfilledFrameBytes = 64 << 20
 )
+
+// frameReserve is a server-wide, non-blocking count of bytes allocated for frames still
+// being received. A frame that fits is allocated whole at once; one that does not grows
+// as its bytes arrive.
+type frameReserve struct{ used atomic.Int64 }
+
+func (f *frameReserve) take(n int) bool {
+	for {
+		u := f.used.Load()
+		if u+int64(n) > maxUnfilledFrameBytes {
+			return false
+		}
+		if f.used.CompareAndSwap(u, u+int64(n)) {
+			return true
+		}
+	}
+}
+
+func (f *frameReserve) give(n int) { f.used.Add(-int64(n)) }
 
 // byteBudget is a per-connection counting semaphore over request bytes.
 type byteBudget struct {
@@ -90,6 +113,8 @@ type Server struct {
 	b       *broker.Broker
 	lg      *slog.Logger
 	metrics Metrics
+
+	unfilled frameReserve
 
 	mu    sync.Mutex
 	ln    net.Listener
@@ -229,7 +254,7 @@ func (s *Server) serveConn(c net.Conn) {
 		if !budget.acquire(int(size)) {
 			return
 		}
-		frame, err := readFrame(r, int(size))
+		frame, err := readFrame(r, int(size), &s.unfilled)
 		if err != nil {
 			return
 		}
@@ -249,13 +274,24 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 }
 
-// readFrame reads a frame body of the announced size. Its buffer starts at 1 MiB and grows
-// fourfold (never past size) only as bytes arrive, so a client that announces a large frame
-// and sends little holds at most four times what it sent, while a frame of a few MiB (a
-// typical produce request) costs at most two reallocations. (bytes.Buffer.ReadFrom was used
-// here once: it doubled, and grew a full buffer once more to make room for the read that
-// finds the end, clearing and copying three to four times each frame's size.)
-func readFrame(r io.Reader, size int) ([]byte, error) {
+// readFrame reads a frame body of the announced size. A frame over 1 MiB is allocated
+// whole at once when reserve has room for it (a produce request of a few MiB then costs
+// no copy), so all connections together hold at most maxUnfilledFrameBytes for bytes not
+// yet sent. Otherwise its buffer starts at 1 MiB and grows fourfold (never past size)
+// only as bytes arrive, so a client that announces a large frame and sends little holds at
+// most four times what it sent. (bytes.Buffer.ReadFrom was used here once: it doubled,
+// and grew a full buffer once more to make room for the read that finds the end, clearing
+// and copying three to four times each frame's size; the growing path alone still cost 9%
+// of a saturated broker's CPU in copies.)
+func readFrame(r io.Reader, size int, reserve *frameReserve) ([]byte, error) {
+	if size > 1<<20 && reserve.take(size) {
+		defer reserve.give(size)
+		frame := make([]byte, size)
+		if _, err := io.ReadFull(r, frame); err != nil {
+			return nil, err
+		}
+		return frame, nil
+	}
 	frame := make([]byte, min(size, 1<<20))
 	n := 0
 	for {

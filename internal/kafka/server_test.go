@@ -113,22 +113,47 @@ func (r *trickleReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Both ways of reading a frame (allocated whole against the server-wide reserve, or grown
+// as bytes arrive when the reserve is spent) read exactly the announced bytes, fail on a
+// short frame, and leave the reserve as they found it.
 func TestReadFrameReadsExactlyTheAnnouncedBytes(t *testing.T) {
-	for _, size := range []int{8, 1 << 20, 1<<20 + 1, 5 << 20, 17<<20 + 3} {
-		data := make([]byte, size+10) // the next frame's bytes follow
-		for i := range data {
-			data[i] = byte(i * 7)
+	for _, held := range []int64{0, maxUnfilledFrameBytes - 1<<20} {
+		for _, size := range []int{8, 1 << 20, 1<<20 + 1, 5 << 20, 17<<20 + 3} {
+			reserve := &frameReserve{}
+			reserve.used.Store(held)
+			data := make([]byte, size+10) // the next frame's bytes follow
+			for i := range data {
+				data[i] = byte(i * 7)
+			}
+			r := &trickleReader{data: data, step: 64 << 10}
+			got, err := readFrame(r, size, reserve)
+			if err != nil || len(got) != size || string(got) != string(data[:size]) {
+				t.Fatalf("held %d, size %d: got %d bytes, %v", held, size, len(got), err)
+			}
+			if len(r.data) != 10 {
+				t.Fatalf("held %d, size %d: read %d bytes past the frame", held, size, 10-len(r.data))
+			}
+			if _, err := readFrame(&trickleReader{data: data[:size-1], step: 1 << 20}, size, reserve); err == nil {
+				t.Fatalf("held %d, size %d: a frame one byte short read without an error", held, size)
+			}
+			if u := reserve.used.Load(); u != held {
+				t.Fatalf("held %d, size %d: reserve at %d after the reads", held, size, u)
+			}
 		}
-		r := &trickleReader{data: data, step: 64 << 10}
-		got, err := readFrame(r, size)
-		if err != nil || len(got) != size || string(got) != string(data[:size]) {
-			t.Fatalf("size %d: got %d bytes, %v", size, len(got), err)
-		}
-		if len(r.data) != 10 {
-			t.Fatalf("size %d: read %d bytes past the frame", size, 10-len(r.data))
-		}
-		if _, err := readFrame(&trickleReader{data: data[:size-1], step: 1 << 20}, size); err == nil {
-			t.Fatalf("size %d: a frame one byte short read without an error", size)
-		}
+	}
+}
+
+// The reserve admits frames up to its bound and refuses the one past it.
+func TestFrameReserveBound(t *testing.T) {
+	var f frameReserve
+	if !f.take(maxUnfilledFrameBytes-10) || !f.take(10) {
+		t.Fatal("refused a take within the bound")
+	}
+	if f.take(1) {
+		t.Fatal("took a byte past the bound")
+	}
+	f.give(10)
+	if !f.take(10) {
+		t.Fatal("refused a take after a give")
 	}
 }
