@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The benchmark pass behind docs/benchmarks.md's table: about 12 minutes, on an otherwise
+# The benchmark pass behind docs/benchmarks.md's table: about 14 minutes, on an otherwise
 # idle machine. It builds cairn, then measures:
-#   single  one broker: 3 rounds of acks=all strict, write caching and acks=1 produce runs,
-#           each run bracketed by `cairn bench disk` runs of the same length in the data
-#           folder (the ratio divides by their mean); then consume from page cache with
-#           `bench consume --raw` against `bench tcp`; CPU and heap profiles.
+#   single  one broker: 3 rounds of acks=all strict, write caching and acks=1 produce runs
+#           (each round in another order, after an uncounted disk run), each run bracketed
+#           by `cairn bench disk` runs of the same length in the data folder (the ratio
+#           divides by their mean); then consume from page cache with
+#           `bench consume --raw`, each run bracketed by `bench tcp` runs; CPU and heap
+#           profiles.
 #   cluster three brokers, RF=3: 3 rounds of acks=all runs bracketed by disk runs, one acks=1
 #           run, latency at offered 20 and 40 MB/s; CPU and heap profiles of each broker.
 # Usage: scripts/bench.sh [single|cluster|all]   (results, JSON and profiles in $OUT)
@@ -43,20 +45,32 @@ single() {
 		--admin-addr 127.0.0.1:31644 >"$OUT/single.log" 2>&1 &
 	pids+=($!)
 	waitport 31092
+	# The three workloads take turns going first, and every round starts with a disk run
+	# that is not counted: the disk regains its burst rate while it idles (the topic
+	# changes between rounds are enough), and the first run after an idle spell would
+	# otherwise be divided by a burst the others never see.
+	local orders=("strict wc acks1" "wc acks1 strict" "acks1 strict wc")
 	for r in 1 2 3; do
 		"$B" topic create "s$r" -p 8 -b $BR >/dev/null
 		"$B" topic create "w$r" -p 8 -c write.caching=true -b $BR >/dev/null
 		"$B" topic create "a$r" -p 8 -b $BR >/dev/null
+		echo "${orders[$((r - 1))]}" >"$OUT/s-order-$r.txt"
+		disk "$d" 12s "s-settle-$r"
 		disk "$d" 12s "s-disk-$r-0"
-		cp=""
-		if [ "$r" = 2 ]; then (sleep 6; profile 127.0.0.1:31644 single-produce 8) & cp=$!; fi
-		"$B" bench produce -b $BR -t "s$r" --duration 12s --json >"$OUT/s-strict-$r.json" 2>/dev/null
-		[ -n "$cp" ] && wait "$cp"
-		disk "$d" 12s "s-disk-$r-1"
-		"$B" bench produce -b $BR -t "w$r" --duration 12s --json >"$OUT/s-wc-$r.json" 2>/dev/null
-		disk "$d" 12s "s-disk-$r-2"
-		"$B" bench produce -b $BR -t "a$r" --acks 1 --duration 12s --json >"$OUT/s-acks1-$r.json" 2>/dev/null
-		disk "$d" 12s "s-disk-$r-3"
+		local k=0 m
+		for m in ${orders[$((r - 1))]}; do
+			k=$((k + 1))
+			cp=""
+			case $m in
+			strict)
+				if [ "$r" = 2 ]; then (sleep 6; profile 127.0.0.1:31644 single-produce 8) & cp=$!; fi
+				"$B" bench produce -b $BR -t "s$r" --duration 12s --json >"$OUT/s-strict-$r.json" 2>/dev/null ;;
+			wc) "$B" bench produce -b $BR -t "w$r" --duration 12s --json >"$OUT/s-wc-$r.json" 2>/dev/null ;;
+			acks1) "$B" bench produce -b $BR -t "a$r" --acks 1 --duration 12s --json >"$OUT/s-acks1-$r.json" 2>/dev/null ;;
+			esac
+			[ -n "$cp" ] && wait "$cp"
+			disk "$d" 12s "s-disk-$r-$k"
+		done
 		"$B" topic delete "s$r" "w$r" "a$r" -b $BR >/dev/null
 		sleep 3
 	done
@@ -65,10 +79,13 @@ single() {
 	"$B" bench produce -b $BR -t c --acks 1 --duration 20s --warmup 0s --json >"$OUT/c-fill.json" 2>/dev/null
 	sync
 	sleep 3
+	# Loopback TCP swings between runs as much as the disk does: each consume run is
+	# bracketed by `bench tcp` runs of the same length, like the produce runs by disk runs.
 	for r in 1 2 3; do
-		"$B" bench tcp --json >"$OUT/c-tcp-$r.json" 2>/dev/null
+		"$B" bench tcp --duration 8s --json >"$OUT/c-tcp-$r-0.json" 2>/dev/null
 		for n in 1 2 4; do
 			"$B" bench consume -b $BR -t c --raw --consumers $n --duration 8s --json >"$OUT/c-raw$n-$r.json" 2>/dev/null
+			"$B" bench tcp --duration 8s --json >"$OUT/c-tcp-$r-$n.json" 2>/dev/null
 		done
 	done
 	(sleep 1; profile 127.0.0.1:31644 consume 5) & cp=$!
@@ -93,6 +110,7 @@ cluster() {
 	for r in 1 2 3; do
 		"$B" topic create "r$r" -p 8 -r 3 -b $BR >/dev/null
 		sleep 2
+		disk "$d" 15s "r-settle-$r" # not counted: see single()
 		disk "$d" 15s "r-disk-$r-0"
 		cp=""
 		if [ "$r" = 2 ]; then

@@ -1,8 +1,9 @@
 """Prints the ratios of docs/benchmarks.md's table from the JSON files scripts/bench.sh wrote.
 
 Each produce run is divided by the mean of the disk runs just before and after it (same
-length, same folder); the 3-broker runs by a third of that; consume by loopback TCP measured
-in the same round. Files that are missing (a phase not run) are skipped.
+length, same folder); the 3-broker runs by a third of that; consume by the mean of the
+loopback TCP runs just before and after it (or, for older passes, the one TCP run of its
+round). Files that are missing (a phase not run) are skipped.
 """
 
 import json
@@ -29,7 +30,12 @@ def show(label, ratios, extra=""):
 single = {"strict": [], "wc": [], "acks1": []}
 for r in (1, 2, 3):
     disks = [load(f"s-disk-{r}-{k}") for k in range(4)]
-    for i, mode in enumerate(single):
+    order = list(single)  # passes before the order was written ran strict, wc, acks1
+    order_path = os.path.join(out, f"s-order-{r}.txt")
+    if os.path.exists(order_path):
+        with open(order_path) as f:
+            order = f.read().split()
+    for i, mode in enumerate(order):
         run = load(f"s-{mode}-{r}")
         if run is None or disks[i] is None or disks[i + 1] is None:
             continue
@@ -43,13 +49,21 @@ show("1 broker acks=1 ÷ disk", single["acks1"])
 
 consume = {1: [], 2: [], 4: []}
 for r in (1, 2, 3):
-    tcp = load(f"c-tcp-{r}")
+    single_tcp = load(f"c-tcp-{r}")  # passes before the bracketing measured TCP once a round
+    prev = load(f"c-tcp-{r}-0")
     for n in consume:
-        run = load(f"c-raw{n}-{r}")
-        if tcp is None or run is None:
+        run, after = load(f"c-raw{n}-{r}"), load(f"c-tcp-{r}-{n}")
+        if run is None:
             continue
-        consume[n].append(run["mb_per_s"] / tcp["mb_per_s"])
-        print(f"consume --raw x{n} round {r}: {run['mb_per_s']:7.1f} MB/s, loopback TCP {tcp['mb_per_s']:7.1f} MB/s, "
+        if prev is not None and after is not None:
+            tcp = (prev["mb_per_s"] + after["mb_per_s"]) / 2
+        elif single_tcp is not None:
+            tcp = single_tcp["mb_per_s"]
+        else:
+            continue
+        prev = after
+        consume[n].append(run["mb_per_s"] / tcp)
+        print(f"consume --raw x{n} round {r}: {run['mb_per_s']:7.1f} MB/s, loopback TCP {tcp:7.1f} MB/s, "
               f"errors {run['errors']}")
 for n, ratios in consume.items():
     show(f"consume {n} consumer(s) ÷ loopback TCP (goal >= 0.8)", ratios)
