@@ -100,11 +100,15 @@ func TestCloseEndsParkedWaitsOnBrokenConnections(t *testing.T) {
 
 // trickleReader hands out at most step bytes per Read, as a socket does.
 type trickleReader struct {
-	data []byte
-	step int
+	data   []byte
+	step   int
+	onRead func() // if set, called at every Read
 }
 
 func (r *trickleReader) Read(p []byte) (int, error) {
+	if r.onRead != nil {
+		r.onRead()
+	}
 	if len(r.data) == 0 {
 		return 0, io.EOF
 	}
@@ -126,9 +130,18 @@ func TestReadFrameReadsExactlyTheAnnouncedBytes(t *testing.T) {
 				data[i] = byte(i * 7)
 			}
 			r := &trickleReader{data: data, step: 64 << 10}
+			var peak int64 // the reserve's largest value seen while the frame is read
+			r.onRead = func() { peak = max(peak, reserve.used.Load()) }
 			got, err := readFrame(r, size, reserve)
 			if err != nil || len(got) != size || string(got) != string(data[:size]) {
 				t.Fatalf("held %d, size %d: got %d bytes, %v", held, size, len(got), err)
+			}
+			want := held // a frame up to 1 MiB, or one that does not fit, takes nothing
+			if size > 1<<20 && held+int64(size) <= maxUnfilledFrameBytes {
+				want = held + int64(size)
+			}
+			if peak != want {
+				t.Fatalf("held %d, size %d: reserve at %d during the read, want %d", held, size, peak, want)
 			}
 			if len(r.data) != 10 {
 				t.Fatalf("held %d, size %d: read %d bytes past the frame", held, size, 10-len(r.data))
