@@ -381,8 +381,10 @@ func TestHostManyGroups(t *testing.T) {
 			for i := 0; i < 4; i++ {
 				idx, term, err := h.Propose(ctx, g, batch(1+i, int64(g*100)+int64(i)))
 				// On a loaded machine an election can move leadership between
-				// waitLeaders and here; like a client, find the new leader and retry.
-				for errors.Is(err, ErrNotLeader) && ctx.Err() == nil {
+				// waitLeaders and here, refusing the proposal or truncating it after
+				// it was appended (both definite failures); like a client, find the
+				// new leader and retry.
+				for (errors.Is(err, ErrNotLeader) || errors.Is(err, ErrTruncated)) && ctx.Err() == nil {
 					if l := c.leader(g); l != 0 {
 						h = c.hosts[l]
 					} else {
