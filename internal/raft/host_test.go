@@ -283,6 +283,23 @@ func (c *hostCluster) waitLeads(g, id uint64) {
 	})
 }
 
+// propose proposes data to g on host lead. On a loaded machine an election can move
+// leadership meanwhile, refusing the proposal or truncating it after it was appended
+// (both definite failures): like a client, it then finds the new leader and retries.
+func (c *hostCluster) propose(ctx context.Context, g, lead uint64, data []byte) (index, term uint64, err error) {
+	h := c.hosts[lead]
+	index, term, err = h.Propose(ctx, g, data)
+	for (errors.Is(err, ErrNotLeader) || errors.Is(err, ErrTruncated)) && ctx.Err() == nil {
+		if l := c.leader(g); l != 0 {
+			h = c.hosts[l]
+		} else {
+			time.Sleep(5 * time.Millisecond) // poll interval while the election runs
+		}
+		index, term, err = h.Propose(ctx, g, data)
+	}
+	return index, term, err
+}
+
 func (c *hostCluster) waitLeaders(timeout time.Duration) map[uint64]uint64 {
 	c.t.Helper()
 	leaders := map[uint64]uint64{}
@@ -376,22 +393,9 @@ func TestHostManyGroups(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := c.hosts[leaders[g]]
 			var last uint64
 			for i := 0; i < 4; i++ {
-				idx, term, err := h.Propose(ctx, g, batch(1+i, int64(g*100)+int64(i)))
-				// On a loaded machine an election can move leadership between
-				// waitLeaders and here, refusing the proposal or truncating it after
-				// it was appended (both definite failures); like a client, find the
-				// new leader and retry.
-				for (errors.Is(err, ErrNotLeader) || errors.Is(err, ErrTruncated)) && ctx.Err() == nil {
-					if l := c.leader(g); l != 0 {
-						h = c.hosts[l]
-					} else {
-						time.Sleep(5 * time.Millisecond) // poll interval while the election runs
-					}
-					idx, term, err = h.Propose(ctx, g, batch(1+i, int64(g*100)+int64(i)))
-				}
+				idx, term, err := c.propose(ctx, g, leaders[g], batch(1+i, int64(g*100)+int64(i)))
 				if err != nil {
 					errs <- fmt.Errorf("group %d: %w", g, err)
 					return
@@ -622,7 +626,7 @@ func TestHostLeaderLossAndCrashRestart(t *testing.T) {
 	defer cancel()
 	leaders := c.waitLeaders(5 * time.Second)
 	for _, g := range c.groups {
-		if _, _, err := c.hosts[leaders[g]].Propose(ctx, g, batch(2, int64(g))); err != nil {
+		if _, _, err := c.propose(ctx, g, leaders[g], batch(2, int64(g))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -633,7 +637,7 @@ func TestHostLeaderLossAndCrashRestart(t *testing.T) {
 			t.Fatalf("group %d: isolated host leads", g)
 		}
 		for i := 0; i < 3; i++ {
-			if _, _, err := c.hosts[leaders[g]].Propose(ctx, g, batch(1, int64(g)*10+int64(i))); err != nil {
+			if _, _, err := c.propose(ctx, g, leaders[g], batch(1, int64(g)*10+int64(i))); err != nil {
 				t.Fatal(err)
 			}
 		}

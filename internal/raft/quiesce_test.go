@@ -98,7 +98,7 @@ func TestHostQuiescedProposalCommits(t *testing.T) {
 	defer cancel()
 	for _, g := range c.groups {
 		start := time.Now()
-		if _, _, err := c.hosts[leaders[g]].Propose(ctx, g, batch(1, int64(g))); err != nil {
+		if _, _, err := c.propose(ctx, g, leaders[g], batch(1, int64(g))); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); !raceEnabled && d > 10*c.tick {
@@ -152,7 +152,7 @@ func TestHostQuiescedLeaderIsolated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, g := range c.groups {
-		if _, _, err := c.hosts[leaders[g]].Propose(ctx, g, batch(1, int64(g))); err != nil {
+		if _, _, err := c.propose(ctx, g, leaders[g], batch(1, int64(g))); err != nil {
 			t.Fatal(err)
 		}
 	}
