@@ -131,11 +131,9 @@ func runBenchE2E(cmd *cobra.Command, cf *clientFlags, bc *benchCommon, pf *bench
 	})
 	defer stopProgress()
 
-	prodCtx, cancelProd := context.WithCancel(ctx)
-	defer cancelProd()
-	prods.start(prodCtx, base)
+	prods.start(ctx, base)
 	winStart, winEnd := measure(ctx, &prods.measuring, pf.warmup, bc.duration)
-	left := prods.stop(cancelProd, benchFlushTimeout)
+	left := prods.stop(benchFlushTimeout)
 
 	// Let the consumers read what was acknowledged.
 	drainBy := time.Now().Add(benchDrainTimeout)

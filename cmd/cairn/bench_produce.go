@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -103,19 +102,23 @@ func (f *benchProduceFlags) producerOpts(cmd *cobra.Command) ([]kgo.Opt, error) 
 	if f.compression == "" {
 		f.compression = "none"
 	}
-	// Each producer may buffer its share of --buffer, at least 16 records.
-	perProducer := int64(f.bufferBytes) / int64(f.producers)
-	maxRecs := max(16, min(perProducer/int64(f.recordSize), 1_000_000))
 	opts = append(opts,
 		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerLinger(f.linger),
-		kgo.MaxBufferedRecords(int(maxRecs)),
+		kgo.MaxBufferedRecords(int(f.maxBuffered())),
 		kgo.DefaultProduceTopic(f.topic),
 	)
 	if int64(f.recordSize)+512 > 1_000_012 {
 		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(min(int64(f.recordSize)+4096, 1<<30))))
 	}
 	return opts, nil
+}
+
+// maxBuffered is how many records each producer may have unacknowledged: its
+// share of --buffer, at least 16.
+func (f *benchProduceFlags) maxBuffered() int64 {
+	perProducer := int64(f.bufferBytes) / int64(f.producers)
+	return max(16, min(perProducer/int64(f.recordSize), 1_000_000))
 }
 
 func (f *benchProduceFlags) params(p map[string]any, partitions int32) {
@@ -154,9 +157,9 @@ type benchProducers struct {
 	ackedAll, bytesAll atomic.Int64 // every acknowledged record
 	ackedWin, bytesWin atomic.Int64 // those acknowledged while measuring
 	measuring          atomic.Bool
-	stopping           atomic.Bool
 
-	wg sync.WaitGroup
+	cancel context.CancelFunc // ends production
+	wg     sync.WaitGroup
 }
 
 func newBenchProducers(cmd *cobra.Command, cf *clientFlags, f *benchProduceFlags, opts []kgo.Opt, e2e bool) (*benchProducers, error) {
@@ -199,17 +202,50 @@ func (p *benchProducers) close() {
 }
 
 // start launches one goroutine per producer; they produce until ctx is done.
+// start runs the producers until ctx is done or stop is called.
+//
+// Each producer waits for room in its buffer itself and hands records to
+// franz-go with a context that is never cancelled: franz-go fails a buffered
+// batch once the context its first record was produced with is done, so
+// producing with ctx would fail, rather than flush, what is buffered when a run
+// ends (and an interrupted run would report those records as errors).
 func (p *benchProducers) start(ctx context.Context, base time.Time) {
+	ctx, p.cancel = context.WithCancel(ctx)
 	p.base = base
 	perRate := p.flags.rate / float64(len(p.clients))
+	limit := p.flags.maxBuffered()
 	for i, cl := range p.clients {
 		rec := p.lat.add()
-		promise := func(r *kgo.Record, err error) { p.acked(rec, r, err) }
-		p.wg.Go(func() { p.produce(ctx, cl, perRate, uint64(i), promise) })
+		var unacked atomic.Int64
+		room := make(chan struct{}, 1)
+		promise := func(r *kgo.Record, err error) {
+			p.acked(rec, r, err)
+			unacked.Add(-1)
+			select {
+			case room <- struct{}{}:
+			default:
+			}
+		}
+		p.wg.Go(func() {
+			p.produce(ctx, perRate, uint64(i), func(r *kgo.Record) bool {
+				for unacked.Load() >= limit {
+					select {
+					case <-ctx.Done():
+						return false
+					case <-room:
+					}
+				}
+				unacked.Add(1)
+				cl.Produce(context.Background(), r, promise)
+				return true
+			})
+		})
 	}
 }
 
-func (p *benchProducers) produce(ctx context.Context, cl *kgo.Client, rate float64, seed uint64, promise func(*kgo.Record, error)) {
+// produce makes records at rate (0: as fast as send takes them) until ctx is
+// done or send refuses one.
+func (p *benchProducers) produce(ctx context.Context, rate float64, seed uint64, send func(*kgo.Record) bool) {
 	rng := rand.New(rand.NewPCG(p.runID, seed))
 	size := int(p.flags.recordSize)
 	span := len(p.payload) - size
@@ -231,16 +267,14 @@ func (p *benchProducers) produce(ctx context.Context, cl *kgo.Client, rate float
 		} else {
 			r.Value = p.payload[off : off+size]
 		}
-		// The record's own context is never cancelled: ctx only unblocks a
-		// Produce waiting for buffer space, so stopping does not fail
-		// records already buffered; they are flushed.
-		r.Context = context.Background()
 		r.Timestamp = time.Now() // keeps the monotonic clock reading for the latency
 		if p.e2e {
 			binary.BigEndian.PutUint64(r.Value[0:8], p.runID)
 			binary.BigEndian.PutUint64(r.Value[8:16], uint64(r.Timestamp.Sub(p.base)))
 		}
-		cl.Produce(ctx, r, promise)
+		if !send(r) {
+			return
+		}
 	}
 }
 
@@ -258,8 +292,6 @@ func (p *benchProducers) acked(lr *latencyRecorder, r *kgo.Record, err error) {
 			p.ackedWin.Add(1)
 			p.bytesWin.Add(n)
 		}
-	case p.stopping.Load() && errors.Is(err, context.Canceled):
-		// A Produce that was waiting for buffer space when the run ended.
 	default:
 		p.errs.add(err)
 	}
@@ -271,12 +303,10 @@ func (p *benchProducers) acked(lr *latencyRecorder, r *kgo.Record, err error) {
 	p.pool.Put(r)
 }
 
-// stop ends production (cancel must cancel the ctx given to start), then
-// waits up to flushTimeout for buffered records to be acknowledged and
-// returns how many were not.
-func (p *benchProducers) stop(cancel context.CancelFunc, flushTimeout time.Duration) int64 {
-	p.stopping.Store(true)
-	cancel()
+// stop ends production, then waits up to flushTimeout for buffered records to
+// be acknowledged and returns how many were not.
+func (p *benchProducers) stop(flushTimeout time.Duration) int64 {
+	p.cancel()
 	p.wg.Wait()
 	ctx, done := context.WithTimeout(context.Background(), flushTimeout)
 	defer done()
@@ -374,12 +404,10 @@ func runBenchProduce(cmd *cobra.Command, cf *clientFlags, bc *benchCommon, pf *b
 	})
 	defer stopProgress()
 
-	prodCtx, cancelProd := context.WithCancel(ctx)
-	defer cancelProd()
 	prods.countFrom = pf.warmup
-	prods.start(prodCtx, start)
+	prods.start(ctx, start)
 	winStart, winEnd := measure(ctx, &prods.measuring, pf.warmup, bc.duration)
-	left := prods.stop(cancelProd, benchFlushTimeout)
+	left := prods.stop(benchFlushTimeout)
 	stopProgress()
 
 	win := winEnd.Sub(winStart)
