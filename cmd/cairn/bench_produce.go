@@ -201,8 +201,8 @@ func (p *benchProducers) close() {
 	wg.Wait()
 }
 
-// start launches one goroutine per producer; they produce until ctx is done.
-// start runs the producers until ctx is done or stop is called.
+// start launches one goroutine per producer; they produce until ctx is done or
+// stop is called.
 //
 // Each producer waits for room in its buffer itself and hands records to
 // franz-go with a context that is never cancelled: franz-go fails a buffered

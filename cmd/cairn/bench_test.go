@@ -326,8 +326,8 @@ func TestBenchDisk(t *testing.T) {
 }
 
 // Cancelling a run (^C) ends it with its summary and no error: neither the records
-// still buffered nor a Produce waiting for buffer space count as failures. The second
-// case keeps the producer's buffer full, so a Produce is waiting when the run ends.
+// still buffered nor a producer waiting for buffer room count as failures. The second
+// case keeps the producer's buffer full, so it is waiting for room when the run ends.
 func TestBenchStopsOnCancel(t *testing.T) {
 	for _, extra := range [][]string{{"--rate", "500"}, {"--buffer", "1KiB"}} {
 		t.Run(strings.Join(extra, "="), func(t *testing.T) { benchStopsOnCancel(t, extra) })
