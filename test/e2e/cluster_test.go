@@ -134,12 +134,21 @@ func adminPartition(b *Broker, topic string, p int32) (partitionStatus, bool) {
 func leaderOf(t testing.TB, bs []*Broker, topic string, p int32) int {
 	t.Helper()
 	idx := -1
+	var seen []string // each broker's last view, logged if no leader turns up
+	defer func() {
+		if idx < 0 {
+			t.Logf("%s/%d as each broker last saw it: %s", topic, p, strings.Join(seen, "; "))
+		}
+	}()
 	waitFor(t, 30*time.Second, func() bool {
+		seen = seen[:0]
 		for i, b := range bs {
-			if st, ok := adminPartition(b, topic, p); ok && st.IsLeader {
+			st, ok := adminPartition(b, topic, p)
+			if ok && st.IsLeader {
 				idx = i
 				return true
 			}
+			seen = append(seen, fmt.Sprintf("broker %d: replica %v %+v", i+1, ok, st))
 		}
 		return false
 	})
