@@ -194,9 +194,7 @@ func New(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inter-broker transport: %w", err)
 	}
-	sender := raftrpc.NewSender(tr)
-	b.host = raft.NewHost(raft.HostOptions{NodeID: uint64(cfg.NodeID), Transport: sender, TickInterval: cfg.TickInterval})
-	sender.SetReporter(b.host)
+	b.host, _ = raftrpc.NewHost(tr, raft.HostOptions{NodeID: uint64(cfg.NodeID), TickInterval: cfg.TickInterval})
 	raftHandle = raftrpc.Handler(b.host, nil)
 	b.transport = tr
 	b.fwd = newForwarder(b)

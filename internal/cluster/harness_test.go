@@ -65,9 +65,7 @@ func newNode(t *testing.T, id int32, listen string, fs *storage.MemFS) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender := raftrpc.NewSender(tr)
-	n.host = raft.NewHost(raft.HostOptions{NodeID: uint64(id), Transport: sender, TickInterval: 20 * time.Millisecond, Workers: 2})
-	sender.SetReporter(n.host)
+	n.host, _ = raftrpc.NewHost(tr, raft.HostOptions{NodeID: uint64(id), TickInterval: 20 * time.Millisecond, Workers: 2})
 	raftHandle = raftrpc.Handler(n.host, &n.recv)
 	n.tr = tr
 	if err := tr.Start(); err != nil {
