@@ -145,6 +145,9 @@ func TestMessageTypeTable(t *testing.T) {
 			t.Fatalf("types %d and %d share the name %q", prev, mt.Type, mt.Name)
 		}
 		names[mt.Name] = mt.Type
+		if inBlock := mt.Type >= ClusterBlockFirst && mt.Type <= ClusterBlockLast; inBlock != (mt.Owner == "internal/cluster") {
+			t.Fatalf("type %d (%s of %s) and the cluster block %d-%d disagree", mt.Type, mt.Name, mt.Owner, ClusterBlockFirst, ClusterBlockLast)
+		}
 		if got, ok := LookupType(mt.Type); !ok || got != mt {
 			t.Fatalf("LookupType(%d) = %+v, %v", mt.Type, got, ok)
 		}

@@ -22,6 +22,13 @@ const (
 	MsgForwardResponse uint8 = 34 // internal/broker: the leader's answer to a forwarded produce
 )
 
+// The block of numbers kept for internal/cluster, its present types and future ones: its
+// Service.Handle claims every number of the block as its own.
+const (
+	ClusterBlockFirst uint8 = 16
+	ClusterBlockLast  uint8 = 31
+)
+
 // MessageType describes one entry of the table.
 type MessageType struct {
 	Type      uint8
