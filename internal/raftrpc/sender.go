@@ -55,7 +55,7 @@ func NewSender(t *rpc.Transport, r Reporter) *Sender {
 // the loop: the sender knows its host before NewHost returns, before the host has a group
 // and so before anything can be sent.
 func NewHost(t *rpc.Transport, opts raft.HostOptions) (*raft.Host, *Sender) {
-	s := &Sender{t: t}
+	s := NewSender(t, nil)
 	opts.Transport = s
 	h := raft.NewHost(opts)
 	var r Reporter = h
