@@ -7,10 +7,10 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// urgent reports whether a queued record must be flushed without delay: it persists a new
-// term or vote, or carries a vote answer an election is waiting for.
-func (g *group) urgent(recs []appendRec) bool {
-	term, vote, _ := g.ls.HardState()
+// urgentFlush reports whether queued records must be flushed without delay, whatever the
+// write-caching policy: one persists a term or vote other than the persisted term and vote
+// (an election waits on it), or carries a vote answer (a candidate waits on it).
+func urgentFlush(recs []appendRec, term, vote uint64) bool {
 	for _, r := range recs {
 		if r.hs != nil && (r.hs.GetTerm() != term || r.hs.GetVote() != vote) {
 			return true
@@ -33,7 +33,10 @@ func (h *Host) delayFlush(g *group) bool {
 	}
 	g.fMu.Lock()
 	defer g.fMu.Unlock()
-	if len(g.fRecs) == 0 || g.urgent(g.fRecs) {
+	if len(g.fRecs) == 0 {
+		return false
+	}
+	if term, vote, _ := g.ls.HardState(); urgentFlush(g.fRecs, term, vote) {
 		return false
 	}
 	wait := g.flushDelay(g.ls.Log().UnflushedBytes(), time.Since(g.fSince))

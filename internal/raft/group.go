@@ -193,13 +193,6 @@ type appendRec struct {
 	responses []*pb.Message
 }
 
-type ackMap map[uint64]quorum.Index
-
-func (m ackMap) AckedIndex(id uint64) (quorum.Index, bool) {
-	v, ok := m[id]
-	return v, ok
-}
-
 func (g *group) shutdown(err error) {
 	if g.gone != nil {
 		return

@@ -145,3 +145,18 @@ func (p *Proposal) fail(err error) {
 	p.err = err
 	close(p.failed)
 }
+
+// signalReplicated moves the appended proposals at or below the majority-replicated
+// boundary maj to StageReplicated, if the log still holds their entry.
+func (g *group) signalReplicated(maj uint64) {
+	for _, p := range g.props {
+		if p.Index() > maj {
+			break
+		}
+		if p.reached < StageReplicated {
+			if t, err := g.ls.Term(p.Index()); err == nil && t == p.Term() {
+				p.reach(StageReplicated)
+			}
+		}
+	}
+}

@@ -286,50 +286,29 @@ func (g *group) trimCache() {
 	g.ls.cache.trimBelow(keep + 1)
 }
 
-// updateMajority recomputes the majority-replicated index (leader only) and moves the
-// proposals it covers to StageReplicated.
+// updateMajority recomputes the majority-replicated index (leader only), trims the entry
+// cache to what live followers still lack, and moves the proposals the boundary covers to
+// StageReplicated.
 func (g *group) updateMajority() {
 	g.needMaj = false
 	if g.state != etcdraft.StateLeader {
 		return
 	}
 	own := g.ls.WrittenIndex()
+	self := g.h.id
 	clear(g.acked)
-	g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
-		v := pr.Match
-		if id == g.h.id {
-			v = own
-		} else if w := g.written[id]; w > v {
-			v = w
-		}
-		g.acked[id] = quorum.Index(v)
-	})
-	// Entries every voter acknowledged durably are no longer read for replication.
+	// Entries every live follower acknowledged durably are no longer read for replication.
 	// A follower whose host is not heard from does not hold entries in memory: when it
 	// comes back it is fed from the files.
 	minMatch := uint64(math.MaxUint64)
 	g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
-		if id != g.h.id && g.h.PeerLive(id) {
+		g.acked[id] = quorum.Index(voterWritten(id, self, own, pr.Match, g.written))
+		if id != self && g.h.PeerLive(id) {
 			minMatch = min(minMatch, pr.Match)
 		}
 	})
 	g.replicated = minMatch
 	g.trimCache()
-	idx := uint64(g.conf.CommittedIndex(g.acked))
-	if idx > g.majority && idx <= own {
-		if t, err := g.ls.Term(idx); err == nil && t == g.term {
-			g.majority = idx
-		}
-	}
-	maj := max(g.majority, g.rn.BasicStatus().GetCommit())
-	for _, p := range g.props {
-		if p.Index() > maj {
-			break
-		}
-		if p.reached < StageReplicated {
-			if t, err := g.ls.Term(p.Index()); err == nil && t == p.Term() {
-				p.reach(StageReplicated)
-			}
-		}
-	}
+	g.majority = majorityReplicated(g.conf, g.acked, g.majority, own, g.term, g.ls)
+	g.signalReplicated(max(g.majority, g.rn.BasicStatus().GetCommit()))
 }
