@@ -2,7 +2,6 @@ package raft
 
 import (
 	"fmt"
-	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -39,14 +38,15 @@ func (h *Host) delayFlush(g *group) bool {
 	if term, vote, _ := g.ls.HardState(); urgentFlush(g.fRecs, term, vote) {
 		return false
 	}
-	wait := g.flushDelay(g.ls.Log().UnflushedBytes(), time.Since(g.fSince))
+	wait := g.flushDelay(g.ls.Log().UnflushedBytes(), h.clock.Now().Sub(g.fSince))
 	if wait <= 0 {
 		return false
 	}
-	if g.fTimer == nil {
-		g.fTimer = time.AfterFunc(wait, func() {
+	if !g.fTimer {
+		g.fTimer = true
+		h.clock.AfterFunc(wait, func() {
 			g.fMu.Lock()
-			g.fTimer = nil
+			g.fTimer = false
 			g.fMu.Unlock()
 			if !g.removed.Load() {
 				schedule(&g.fsched, &h.flushQ, g)
@@ -65,14 +65,20 @@ func (h *Host) flusher() {
 		if batch == nil {
 			return
 		}
-		for _, g := range batch {
-			h.flushGroup(g, ob)
-			if finish(&g.fsched) {
-				h.flushQ.push(g)
-			}
-		}
-		ob.flush()
+		h.flushAll(batch, ob)
 	}
+}
+
+// flushAll is one flusher round: it flushes the groups taken off the flush queue, then
+// sends what the flushes released.
+func (h *Host) flushAll(batch []*group, ob *outbox) {
+	for _, g := range batch {
+		h.flushGroup(g, ob)
+		if finish(&g.fsched) {
+			h.flushQ.push(g)
+		}
+	}
+	ob.flush()
 }
 
 // flushGroup makes every queued append of g durable with one Flush, persists the newest

@@ -161,8 +161,8 @@ type group struct {
 
 	fMu    sync.Mutex
 	fRecs  []appendRec
-	fSince time.Time   // when the oldest record in fRecs was queued
-	fTimer *time.Timer // a delayed flush (FlushDelay), armed at most once
+	fSince time.Time // when the oldest record in fRecs was queued
+	fTimer bool      // a delayed flush (FlushDelay) is armed; at most one is
 
 	flushing sync.Mutex  // held by the flusher while it uses the storage
 	removed  atomic.Bool // set by RemoveGroup and Close: the storage is no longer used

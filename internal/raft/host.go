@@ -128,7 +128,24 @@ type HostOptions struct {
 	// flushGate, if set, is called by a flusher before it flushes a group (tests hold
 	// flushes with it).
 	flushGate func(group uint64)
+	// driven, if set, starts no goroutines and gives the host this clock: a test drives
+	// the host from its own goroutine with runReady, runFlushes and tickOnce (the
+	// deterministic driver, driver_test.go).
+	driven clock
 }
+
+// clock is the time a host's write caching waits on: the wall clock, or a driven test's
+// manual one.
+type clock interface {
+	Now() time.Time
+	// AfterFunc calls f in its own goroutine (or, manual, the test's) once d has passed.
+	AfterFunc(d time.Duration, f func())
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                      { return time.Now() }
+func (wallClock) AfterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
 
 // Errors returned by the host.
 var (
@@ -151,10 +168,13 @@ type Host struct {
 	list   []*group // for the ticker
 	closed bool
 
+	clock  clock
 	readyQ workQueue
 	flushQ workQueue
 	stop   chan struct{}
 	wg     sync.WaitGroup
+
+	tickLens map[uint64]int // ticker-owned: each peer's last listing length (see tickOnce)
 
 	ticks   atomic.Uint64 // ticks delivered
 	tickNo  atomic.Uint64 // the ticker's round, from 1 (the clock of peer liveness)
@@ -204,10 +224,15 @@ func NewHost(opts HostOptions) *Host {
 	if opts.MaxInflightBytes == 0 {
 		opts.MaxInflightBytes = 8 << 20
 	}
-	h := &Host{opts: opts, id: opts.NodeID, groups: map[uint64]*group{}, stop: make(chan struct{})}
+	h := &Host{opts: opts, id: opts.NodeID, groups: map[uint64]*group{}, stop: make(chan struct{}),
+		clock: wallClock{}, tickLens: map[uint64]int{}}
 	h.tickNo.Store(1)
 	h.readyQ.init()
 	h.flushQ.init()
+	if opts.driven != nil {
+		h.clock = opts.driven
+		return h
+	}
 	for i := 0; i < opts.Workers; i++ {
 		h.wg.Add(2)
 		go h.worker()

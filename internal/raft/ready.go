@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/quorum"
@@ -190,7 +189,7 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 	}
 	g.fMu.Lock()
 	if len(g.fRecs) == 0 {
-		g.fSince = time.Now()
+		g.fSince = h.clock.Now()
 	}
 	g.fRecs = append(g.fRecs, rec)
 	g.fMu.Unlock()

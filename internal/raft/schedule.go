@@ -35,6 +35,17 @@ func (q *workQueue) pop(dst []*group, n int) []*group {
 	if q.closed {
 		return nil
 	}
+	return q.takeLocked(dst, n)
+}
+
+// take is pop without blocking: it takes up to n groups, none if the queue is empty.
+func (q *workQueue) take(dst []*group, n int) []*group {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.takeLocked(dst, n)
+}
+
+func (q *workQueue) takeLocked(dst []*group, n int) []*group {
 	n = min(n, len(q.items))
 	dst = append(dst, q.items[:n]...)
 	rest := copy(q.items, q.items[n:])
@@ -91,16 +102,22 @@ func (h *Host) worker() {
 		if batch == nil {
 			return
 		}
-		for _, g := range batch {
-			if h.process(g, ob) {
-				g.sched.Store(1) // still ours: run it again later
-				h.readyQ.push(g)
-			} else if finish(&g.sched) {
-				h.readyQ.push(g)
-			}
-		}
-		ob.flush()
+		h.processAll(batch, ob)
 	}
+}
+
+// processAll is one worker round: it runs the groups taken off the ready queue, then sends
+// their traffic.
+func (h *Host) processAll(batch []*group, ob *outbox) {
+	for _, g := range batch {
+		if h.process(g, ob) {
+			g.sched.Store(1) // still ours: run it again later
+			h.readyQ.push(g)
+		} else if finish(&g.sched) {
+			h.readyQ.push(g)
+		}
+	}
+	ob.flush()
 }
 
 // ticker ticks every group once per TickInterval. A group the worker is not using is
@@ -110,85 +127,91 @@ func (h *Host) ticker() {
 	defer h.wg.Done()
 	t := time.NewTicker(h.opts.TickInterval)
 	defer t.Stop()
-	lastLens := map[uint64]int{}
 	for {
 		select {
 		case <-h.stop:
 			return
 		case <-t.C:
 		}
-		now := h.tickNo.Load()
-		silent := h.silentPeers(now)
-		var lists map[uint64][]QuiescedGroup
-		listNow := now%listEvery == 0
-		list := func(g *group) {
-			if !listNow {
-				return // listed every listEvery ticks; the heartbeat itself goes every tick
-			}
-			if lists == nil {
-				lists = map[uint64][]QuiescedGroup{}
-			}
-			for _, p := range g.qPeers {
-				l, ok := lists[p]
-				if !ok {
-					// The listing goes to the transport, which owns it; size it as the last
-					// one so it is built without regrowing.
-					l = make([]QuiescedGroup, 0, lastLens[p])
-				}
-				lists[p] = append(l, QuiescedGroup{Group: g.id, Term: g.qTerm, Commit: g.qCommit})
-			}
+		h.tickOnce()
+	}
+}
+
+// tickOnce is one ticker round: every group that is not quiet is ticked, quiesced groups
+// are listed, and every peer host is sent its coalesced heartbeat.
+func (h *Host) tickOnce() {
+	lastLens := h.tickLens
+	now := h.tickNo.Load()
+	silent := h.silentPeers(now)
+	var lists map[uint64][]QuiescedGroup
+	listNow := now%listEvery == 0
+	list := func(g *group) {
+		if !listNow {
+			return // listed every listEvery ticks; the heartbeat itself goes every tick
 		}
-		h.mu.RLock()
-		for _, g := range h.list {
-			if g.solo.Load() {
+		if lists == nil {
+			lists = map[uint64][]QuiescedGroup{}
+		}
+		for _, p := range g.qPeers {
+			l, ok := lists[p]
+			if !ok {
+				// The listing goes to the transport, which owns it; size it as the last
+				// one so it is built without regrowing.
+				l = make([]QuiescedGroup, 0, lastLens[p])
+			}
+			lists[p] = append(l, QuiescedGroup{Group: g.id, Term: g.qTerm, Commit: g.qCommit})
+		}
+	}
+	h.mu.RLock()
+	for _, g := range h.list {
+		if g.solo.Load() {
+			continue
+		}
+		if g.quiet.Load() {
+			live := true
+			for _, p := range g.qPeers {
+				if silent[p] {
+					live = false
+				}
+			}
+			if live {
+				list(g)
 				continue
 			}
-			if g.quiet.Load() {
-				live := true
-				for _, p := range g.qPeers {
-					if silent[p] {
-						live = false
-					}
+			g.quiet.Store(false) // a member's host went silent: tick again (CheckQuorum)
+		}
+		if s := g.quietSeen.Load(); s != 0 && now-s <= quietSlack {
+			continue // a quiet follower whose leader's host keeps listing the group
+		}
+		if g.mu.TryLock() {
+			work, quiesced := false, false
+			if g.gone == nil {
+				if g.state == etcdraft.StateLeader && !g.quiet.Load() {
+					quiesced = g.tryQuiesce()
 				}
-				if live {
-					list(g)
-					continue
+				if !quiesced {
+					g.rn.Tick()
+					work = g.rn.HasReady()
 				}
-				g.quiet.Store(false) // a member's host went silent: tick again (CheckQuorum)
 			}
-			if s := g.quietSeen.Load(); s != 0 && now-s <= quietSlack {
-				continue // a quiet follower whose leader's host keeps listing the group
+			g.mu.Unlock()
+			if quiesced {
+				list(g)
 			}
-			if g.mu.TryLock() {
-				work, quiesced := false, false
-				if g.gone == nil {
-					if g.state == etcdraft.StateLeader && !g.quiet.Load() {
-						quiesced = g.tryQuiesce()
-					}
-					if !quiesced {
-						g.rn.Tick()
-						work = g.rn.HasReady()
-					}
-				}
-				g.mu.Unlock()
-				if quiesced {
-					list(g)
-				}
-				if work {
-					h.enqueue(g)
-				}
-			} else {
-				g.ticks.Add(1)
+			if work {
 				h.enqueue(g)
 			}
+		} else {
+			g.ticks.Add(1)
+			h.enqueue(g)
 		}
-		h.mu.RUnlock()
-		clear(lastLens)
-		for p, l := range lists {
-			lastLens[p] = len(l)
-		}
-		h.sendHeartbeats(lists)
-		h.tickNo.Add(1)
-		h.ticks.Add(1)
 	}
+	h.mu.RUnlock()
+	clear(lastLens)
+	for p, l := range lists {
+		lastLens[p] = len(l)
+	}
+	h.sendHeartbeats(lists)
+	h.tickNo.Add(1)
+	h.ticks.Add(1)
 }
