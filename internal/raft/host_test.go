@@ -58,6 +58,11 @@ func (s netSender) Send(to uint64, b *Batch) {
 	if h == nil || cut {
 		return
 	}
+	h.Step(cloneBatch(b))
+}
+
+// cloneBatch copies b deeply, as a wire would: the receiver shares nothing with the sender.
+func cloneBatch(b *Batch) *Batch {
 	c := &Batch{From: b.From, Written: append([]WrittenReport(nil), b.Written...)}
 	if b.Heartbeat != nil {
 		c.Heartbeat = &HostHeartbeat{Quiesced: append([]QuiescedGroup(nil), b.Heartbeat.Quiesced...)}
@@ -65,7 +70,7 @@ func (s netSender) Send(to uint64, b *Batch) {
 	for _, m := range b.Messages {
 		c.Messages = append(c.Messages, GroupMessage{Group: m.Group, Msg: proto.Clone(m.Msg).(*pb.Message)})
 	}
-	h.Step(c)
+	return c
 }
 
 func (n *testNet) isolate(id uint64, cut bool) {

@@ -1,0 +1,503 @@
+package raft
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+// The deterministic driver: a set of hosts built with HostOptions.driven (no goroutines, a
+// manual clock), an in-memory network that holds every batch until the test delivers or
+// drops it, and storage on MemFS whose fsyncs run only when the test lets them. Everything
+// happens on the test's goroutine, in an order the script fixes, so a scenario that the
+// goroutine tests (host_test.go) can only wait for with waitFor is stepped here one message,
+// fsync and tick at a time. Scripts are in testdata/*.txt; driverCommands lists what they
+// may say.
+//
+// The driver runs one raft group (scriptGroup) on every host. Proposals carry a Kafka
+// RecordBatch of a few records, as the partition layer's do.
+
+const scriptGroup = 1
+
+// manualClock is a host's clock in a driven test: time moves only by advance, and the
+// timers it passes fire then, in deadline order, on the test's goroutine.
+type manualClock struct {
+	now    time.Time
+	timers []manualTimer
+}
+
+type manualTimer struct {
+	at time.Time
+	f  func()
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *manualClock) Now() time.Time { return c.now }
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) {
+	c.timers = append(c.timers, manualTimer{at: c.now.Add(d), f: f})
+}
+
+// advance moves the clock by d and fires every timer due by then.
+func (c *manualClock) advance(d time.Duration) {
+	c.now = c.now.Add(d)
+	for {
+		sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
+		if len(c.timers) == 0 || c.timers[0].at.After(c.now) {
+			return
+		}
+		t := c.timers[0]
+		c.timers = c.timers[1:]
+		t.f()
+	}
+}
+
+// envelope is one batch in flight.
+type envelope struct {
+	from, to uint64
+	b        *Batch
+}
+
+type driver struct {
+	t      testing.TB
+	clock  *manualClock
+	ids    []uint64
+	voters []uint64
+	// flushDelay is the write-caching policy's hold (0: strict, every append flushed at once).
+	flushDelay time.Duration
+	hosts      map[uint64]*Host
+	ls         map[uint64]*LogStorage
+	// inflight holds the batches sent and not yet delivered, in the order they were sent.
+	inflight []envelope
+	cut      map[uint64]bool // hosts whose traffic (both ways) is lost
+	held     map[uint64]bool // hosts whose fsyncs wait for an explicit fsync command
+	props    map[string]*Proposal
+	names    []string // proposal names, in the order proposed
+}
+
+type driverSender struct {
+	d    *driver
+	from uint64
+}
+
+// Send queues a copy of b (as a wire would) until the script delivers it.
+func (s driverSender) Send(to uint64, b *Batch) {
+	s.d.inflight = append(s.d.inflight, envelope{from: s.from, to: to, b: cloneBatch(b)})
+}
+
+func newDriver(t testing.TB) *driver { return &driver{t: t} }
+
+// reset closes the hosts of a previous scenario and starts n new ones.
+func (d *driver) reset(n int, voters []uint64, flushDelay time.Duration) {
+	d.close()
+	*d = driver{t: d.t, clock: newManualClock(), voters: voters, flushDelay: flushDelay,
+		hosts: map[uint64]*Host{}, ls: map[uint64]*LogStorage{}, cut: map[uint64]bool{},
+		held: map[uint64]bool{}, props: map[string]*Proposal{}}
+	for i := 1; i <= n; i++ {
+		d.ids = append(d.ids, uint64(i))
+	}
+	if d.voters == nil {
+		d.voters = d.ids
+	}
+	for _, id := range d.ids {
+		ls, err := Open(storage.Options{FS: storage.NewMemFS(), Dir: "g", SegmentBytes: 4096})
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		d.ls[id] = ls
+		d.hosts[id] = NewHost(HostOptions{NodeID: id, Transport: driverSender{d, id}, driven: d.clock})
+		d.addGroup(id)
+	}
+}
+
+func (d *driver) addGroup(id uint64) {
+	cfg := GroupConfig{Storage: d.ls[id], Bootstrap: &pb.ConfState{Voters: d.voters}}
+	if wait := d.flushDelay; wait > 0 {
+		cfg.FlushDelay = func(_ int64, waited time.Duration) time.Duration { return wait - waited }
+	}
+	if err := d.hosts[id].AddGroup(scriptGroup, cfg); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+func (d *driver) close() {
+	for _, id := range d.ids {
+		d.hosts[id].Close()
+	}
+}
+
+// processReady runs host id's ready handling until its ready queue is empty, as its
+// workers would; it reports whether there was anything to run.
+func (d *driver) processReady(id uint64) bool {
+	h := d.hosts[id]
+	ran := false
+	ob := newOutbox(h)
+	for {
+		batch := h.readyQ.take(nil, 16)
+		if len(batch) == 0 {
+			return ran
+		}
+		ran = true
+		h.processAll(batch, ob)
+	}
+}
+
+// fsync runs host id's flushers until its flush queue is empty (a flush write caching holds
+// back leaves the queue and waits for its timer); it reports whether there was anything.
+func (d *driver) fsync(id uint64) bool {
+	h := d.hosts[id]
+	ran := false
+	ob := newOutbox(h)
+	for {
+		batch := h.flushQ.take(nil, 64)
+		if len(batch) == 0 {
+			return ran
+		}
+		ran = true
+		h.flushAll(batch, ob)
+	}
+}
+
+// deliver hands the receivers the batches in flight that match (from or to 0: any), link
+// by link in the order each link's batches were sent, or drops them; a batch to or from a
+// cut host is always dropped. It returns one line per batch.
+func (d *driver) deliver(from, to uint64, drop bool) []string {
+	var now, later []envelope
+	for _, e := range d.inflight {
+		if (from == 0 || e.from == from) && (to == 0 || e.to == to) {
+			now = append(now, e)
+		} else {
+			later = append(later, e)
+		}
+	}
+	d.inflight = later
+	sort.SliceStable(now, func(i, j int) bool {
+		if now[i].to != now[j].to {
+			return now[i].to < now[j].to
+		}
+		return now[i].from < now[j].from
+	})
+	var out []string
+	for _, e := range now {
+		fate := "delivered"
+		if drop || d.cut[e.from] || d.cut[e.to] {
+			fate = "dropped"
+		} else {
+			d.hosts[e.to].Step(e.b)
+		}
+		if line := describeBatch(e); line != "" {
+			out = append(out, fmt.Sprintf("%s %s", fate, line))
+		}
+	}
+	return out
+}
+
+// stabilize runs ready handling, fsyncs (of hosts not held) and deliveries until none has
+// anything left: the cluster is idle until the next tick, clock advance or command.
+func (d *driver) stabilize() {
+	for round := 0; ; round++ {
+		if round == 10000 {
+			d.t.Fatal("stabilize: still busy after 10000 rounds")
+		}
+		busy := false
+		for _, id := range d.ids {
+			busy = d.processReady(id) || busy
+		}
+		for _, id := range d.ids {
+			if !d.held[id] {
+				busy = d.fsync(id) || busy
+			}
+		}
+		if len(d.inflight) > 0 {
+			d.deliver(0, 0, false)
+			busy = true
+		}
+		if !busy {
+			return
+		}
+	}
+}
+
+// describeBatch is a line per batch: its raft messages and written reports (a bare
+// coalesced heartbeat, which says only that the sender is alive, is left out).
+func describeBatch(e envelope) string {
+	var parts []string
+	for _, gm := range e.b.Messages {
+		m := gm.Msg
+		s := fmt.Sprintf("%s term=%d", strings.TrimPrefix(m.GetType().String(), "Msg"), m.GetTerm())
+		switch m.GetType() {
+		case pb.MsgApp:
+			s += fmt.Sprintf(" index=%d entries=%d commit=%d", m.GetIndex(), len(m.GetEntries()), m.GetCommit())
+		case pb.MsgAppResp:
+			s += fmt.Sprintf(" index=%d", m.GetIndex())
+		case pb.MsgHeartbeat:
+			s += fmt.Sprintf(" commit=%d", m.GetCommit())
+		}
+		if m.GetReject() {
+			s += " rejected"
+		}
+		parts = append(parts, s)
+	}
+	for _, w := range e.b.Written {
+		parts = append(parts, fmt.Sprintf("Written term=%d index=%d", w.Term, w.Index))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d->%d: %s", e.from, e.to, strings.Join(parts, ", "))
+}
+
+func (d *driver) status(id uint64) string {
+	st, err := d.hosts[id].Status(scriptGroup)
+	if err != nil {
+		return fmt.Sprintf("%d: %v", id, err)
+	}
+	role := strings.ToLower(strings.TrimPrefix(st.State.String(), "State"))
+	s := fmt.Sprintf("%d: %s term=%d lead=%d log-end=%d flushed=%d", id, role, st.Term, st.Leader, st.LogEnd, st.Flushed)
+	if role == "leader" {
+		s += fmt.Sprintf(" majority-replicated=%d", st.MajorityReplicated)
+	}
+	return s + fmt.Sprintf(" committed=%d applied=%d", st.Committed, st.Applied)
+}
+
+func describeProposal(name string, p *Proposal) string {
+	select {
+	case <-p.failed:
+		return fmt.Sprintf("%s: failed: %v", name, p.err)
+	default:
+	}
+	stage := "waiting"
+	for s, n := range []string{"appended", "replicated", "committed"} {
+		select {
+		case <-p.stages[s]:
+			stage = n
+		default:
+		}
+	}
+	if stage == "waiting" {
+		return name + ": waiting"
+	}
+	return fmt.Sprintf("%s: %s index=%d term=%d", name, stage, p.Index(), p.Term())
+}
+
+// driverCommands is what a script may say; each returns its output.
+var driverCommands = map[string]func(d *driver, td *datadriven.TestData) string{
+	// add-hosts N [voters=1,2,3] [write-caching=DURATION]: a new scenario of N hosts
+	// (voters: all); with write-caching, appends wait that long before their fsync.
+	"add-hosts": func(d *driver, td *datadriven.TestData) string {
+		n, _ := strconv.Atoi(positional(d.t, td)[0])
+		var delay time.Duration
+		mode := "strict"
+		if a, ok := td.Arg("write-caching"); ok {
+			var err error
+			if delay, err = time.ParseDuration(a.SingleVal(d.t)); err != nil {
+				d.t.Fatal(err)
+			}
+			mode = "write caching " + delay.String()
+		}
+		var voters []uint64
+		if a, ok := td.Arg("voters"); ok {
+			for _, v := range a.Vals {
+				voters = append(voters, parseID(d.t, v))
+			}
+		}
+		d.reset(n, voters, delay)
+		return fmt.Sprintf("%d hosts, voters %v, %s", n, d.voters, mode)
+	},
+	// campaign H: host H campaigns (handled at the next ready round).
+	"campaign": func(d *driver, td *datadriven.TestData) string {
+		return errString(d.hosts[hostArgs(d, td)[0]].Campaign(scriptGroup))
+	},
+	// propose H NAME [records=N]: host H proposes a batch of N records (default 1).
+	"propose": func(d *driver, td *datadriven.TestData) string {
+		args := positional(d.t, td)
+		id, name := parseID(d.t, args[0]), args[1]
+		records := 1
+		td.MaybeScanArgs(d.t, "records", &records)
+		p, err := d.hosts[id].ProposeAsync(scriptGroup, batch(records, int64(len(d.names))))
+		if err != nil {
+			return err.Error()
+		}
+		d.props[name] = p
+		d.names = append(d.names, name)
+		return ""
+	},
+	// process [H...]: ready handling on the hosts (all) until they have none; nothing is
+	// delivered or fsynced.
+	"process": func(d *driver, td *datadriven.TestData) string {
+		for _, id := range hostArgs(d, td) {
+			d.processReady(id)
+		}
+		return ""
+	},
+	// fsync H...: the hosts' flushers run (even if held) until their flush queues are empty.
+	"fsync": func(d *driver, td *datadriven.TestData) string {
+		for _, id := range hostArgs(d, td) {
+			d.fsync(id)
+		}
+		return ""
+	},
+	// hold-fsync H... / release-fsync H...: stabilize leaves the hosts' flushes queued, or
+	// runs them again.
+	"hold-fsync": func(d *driver, td *datadriven.TestData) string {
+		for _, id := range hostArgs(d, td) {
+			d.held[id] = true
+		}
+		return ""
+	},
+	"release-fsync": func(d *driver, td *datadriven.TestData) string {
+		for _, id := range hostArgs(d, td) {
+			delete(d.held, id)
+		}
+		return ""
+	},
+	// cut H... / heal H...: every batch to or from the hosts is dropped, or delivered again.
+	"cut": func(d *driver, td *datadriven.TestData) string {
+		for _, id := range hostArgs(d, td) {
+			d.cut[id] = true
+		}
+		return ""
+	},
+	"heal": func(d *driver, td *datadriven.TestData) string {
+		for _, id := range hostArgs(d, td) {
+			delete(d.cut, id)
+		}
+		return ""
+	},
+	// deliver [from=H] [to=H] [drop]: the matching batches in flight are delivered (or
+	// dropped), one line each.
+	"deliver": func(d *driver, td *datadriven.TestData) string {
+		var from, to uint64
+		td.MaybeScanArgs(d.t, "from", &from)
+		td.MaybeScanArgs(d.t, "to", &to)
+		return strings.Join(d.deliver(from, to, td.HasArg("drop")), "\n")
+	},
+	// tick [H...] [n=N]: the hosts' tickers run N rounds (default 1); nothing else happens.
+	"tick": func(d *driver, td *datadriven.TestData) string {
+		n := 1
+		td.MaybeScanArgs(d.t, "n", &n)
+		for range n {
+			for _, id := range hostArgs(d, td) {
+				d.hosts[id].tickOnce()
+			}
+		}
+		return ""
+	},
+	// advance DURATION: the clock moves on, and write caching's delayed flushes fall due
+	// (they are queued; an fsync or stabilize runs them).
+	"advance": func(d *driver, td *datadriven.TestData) string {
+		dur, err := time.ParseDuration(positional(d.t, td)[0])
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		d.clock.advance(dur)
+		return ""
+	},
+	// stabilize: see driver.stabilize.
+	"stabilize": func(d *driver, _ *datadriven.TestData) string {
+		d.stabilize()
+		return ""
+	},
+	// restart H: host H stops and starts its replica again on the same log (nothing is lost:
+	// a clean restart, so the replica forgets who led).
+	"restart": func(d *driver, td *datadriven.TestData) string {
+		id := hostArgs(d, td)[0]
+		if err := d.hosts[id].RemoveGroup(scriptGroup); err != nil {
+			return err.Error()
+		}
+		d.addGroup(id)
+		return ""
+	},
+	// status [H...]: each host's role and boundaries.
+	"status": func(d *driver, td *datadriven.TestData) string {
+		var out []string
+		for _, id := range hostArgs(d, td) {
+			out = append(out, d.status(id))
+		}
+		return strings.Join(out, "\n")
+	},
+	// proposals: what each proposal's waiter sees, in the order proposed.
+	"proposals": func(d *driver, _ *datadriven.TestData) string {
+		var out []string
+		for _, n := range d.names {
+			out = append(out, describeProposal(n, d.props[n]))
+		}
+		return strings.Join(out, "\n")
+	},
+}
+
+func (d *driver) handle(t *testing.T, td *datadriven.TestData) string {
+	d.t = t
+	cmd, ok := driverCommands[td.Cmd]
+	if !ok {
+		t.Fatalf("%s: unknown command %q", td.Pos, td.Cmd)
+	}
+	if d.clock == nil && td.Cmd != "add-hosts" {
+		t.Fatalf("%s: add-hosts first", td.Pos)
+	}
+	out := cmd(d, td)
+	if out != "" {
+		out += "\n"
+	}
+	return out
+}
+
+// positional returns the arguments without a value (datadriven parses "propose 1 p1" as
+// keys "1" and "p1").
+func positional(t testing.TB, td *datadriven.TestData) []string {
+	var out []string
+	for _, a := range td.CmdArgs {
+		if len(a.Vals) == 0 && a.Key != "drop" {
+			out = append(out, a.Key)
+		}
+	}
+	return out
+}
+
+// hostArgs returns the hosts a command names, or every host if it names none.
+func hostArgs(d *driver, td *datadriven.TestData) []uint64 {
+	var ids []uint64
+	for _, a := range positional(d.t, td) {
+		ids = append(ids, parseID(d.t, a))
+	}
+	if len(ids) == 0 {
+		return slices.Clone(d.ids)
+	}
+	return ids
+}
+
+func parseID(t testing.TB, s string) uint64 {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("not a host id: %q", s)
+	}
+	return id
+}
+
+func errString(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// TestScripts runs every script in testdata/ on a fresh driver.
+func TestScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		d := newDriver(t)
+		defer d.close()
+		datadriven.RunTest(t, path, d.handle)
+	})
+}
