@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/cairn-io/cairn/internal/storage"
@@ -309,9 +310,7 @@ var driverCommands = map[string]func(d *driver, td *datadriven.TestData) string{
 		}
 		var voters []uint64
 		if a, ok := td.Arg("voters"); ok {
-			for _, v := range a.Vals {
-				voters = append(voters, parseID(d.t, v))
-			}
+			voters = parseIDs(d.t, a.Vals)
 		}
 		d.reset(n, voters, delay)
 		return fmt.Sprintf("%d hosts, voters %v, %s", n, d.voters, mode)
@@ -336,46 +335,16 @@ var driverCommands = map[string]func(d *driver, td *datadriven.TestData) string{
 	},
 	// process [H...]: ready handling on the hosts (all) until they have none; nothing is
 	// delivered or fsynced.
-	"process": func(d *driver, td *datadriven.TestData) string {
-		for _, id := range hostArgs(d, td) {
-			d.processReady(id)
-		}
-		return ""
-	},
+	"process": eachHost(func(d *driver, id uint64) { d.processReady(id) }),
 	// fsync H...: the hosts' flushers run (even if held) until their flush queues are empty.
-	"fsync": func(d *driver, td *datadriven.TestData) string {
-		for _, id := range hostArgs(d, td) {
-			d.fsync(id)
-		}
-		return ""
-	},
+	"fsync": eachHost(func(d *driver, id uint64) { d.fsync(id) }),
 	// hold-fsync H... / release-fsync H...: stabilize leaves the hosts' flushes queued, or
 	// runs them again.
-	"hold-fsync": func(d *driver, td *datadriven.TestData) string {
-		for _, id := range hostArgs(d, td) {
-			d.held[id] = true
-		}
-		return ""
-	},
-	"release-fsync": func(d *driver, td *datadriven.TestData) string {
-		for _, id := range hostArgs(d, td) {
-			delete(d.held, id)
-		}
-		return ""
-	},
+	"hold-fsync":    eachHost(func(d *driver, id uint64) { d.held[id] = true }),
+	"release-fsync": eachHost(func(d *driver, id uint64) { delete(d.held, id) }),
 	// cut H... / heal H...: every batch to or from the hosts is dropped, or delivered again.
-	"cut": func(d *driver, td *datadriven.TestData) string {
-		for _, id := range hostArgs(d, td) {
-			d.cut[id] = true
-		}
-		return ""
-	},
-	"heal": func(d *driver, td *datadriven.TestData) string {
-		for _, id := range hostArgs(d, td) {
-			delete(d.cut, id)
-		}
-		return ""
-	},
+	"cut":  eachHost(func(d *driver, id uint64) { d.cut[id] = true }),
+	"heal": eachHost(func(d *driver, id uint64) { delete(d.cut, id) }),
 	// deliver [from=H] [to=H] [drop]: the matching batches in flight are delivered (or
 	// dropped), one line each.
 	"deliver": func(d *driver, td *datadriven.TestData) string {
@@ -420,11 +389,73 @@ var driverCommands = map[string]func(d *driver, td *datadriven.TestData) string{
 		d.addGroup(id)
 		return ""
 	},
+	// conf-change H enter-joint|leave-joint [add=ID...] [remove=ID...]: host H (leading)
+	// proposes entering a joint configuration with the changes, or leaving it.
+	"conf-change": func(d *driver, td *datadriven.TestData) string {
+		args := positional(d.t, td)
+		cc := &pb.ConfChangeV2{}
+		switch args[1] {
+		case "enter-joint":
+			cc.Transition = pb.ConfChangeTransition_ConfChangeTransitionJointExplicit.Enum()
+		case "leave-joint":
+		default:
+			d.t.Fatalf("%s: enter-joint or leave-joint, not %q", td.Pos, args[1])
+		}
+		for _, c := range []struct {
+			key string
+			typ pb.ConfChangeType
+		}{{"add", pb.ConfChangeType_ConfChangeAddNode}, {"remove", pb.ConfChangeType_ConfChangeRemoveNode}} {
+			key, typ := c.key, c.typ
+			if a, ok := td.Arg(key); ok {
+				for _, id := range parseIDs(d.t, a.Vals) {
+					cc.Changes = append(cc.Changes, &pb.ConfChangeSingle{Type: typ.Enum(), NodeId: new(id)})
+				}
+			}
+		}
+		// Host.ProposeConfChange waits for a worker that a driven host does not have: the
+		// proposal runs at the next ready round instead, and its error is reported then.
+		var err error
+		if e := d.hosts[parseID(d.t, args[0])].control(scriptGroup, func(rn *etcdraft.RawNode) {
+			if rn != nil {
+				err = rn.ProposeConfChange(cc)
+			}
+		}); e != nil {
+			return e.Error()
+		}
+		d.processReady(parseID(d.t, args[0]))
+		return errString(err)
+	},
+	// config [H...]: the configuration each host knows (incoming && outgoing when joint).
+	"config": func(d *driver, td *datadriven.TestData) string {
+		var out []string
+		for _, id := range hostArgs(d, td) {
+			st, err := d.hosts[id].Status(scriptGroup)
+			if err != nil {
+				out = append(out, fmt.Sprintf("%d: %v", id, err))
+				continue
+			}
+			c := fmt.Sprintf("%d: voters=%v", id, st.Voters)
+			if len(st.VotersOutgoing) > 0 {
+				c += fmt.Sprintf("&&%v", st.VotersOutgoing)
+			}
+			out = append(out, c)
+		}
+		return strings.Join(out, "\n")
+	},
 	// status [H...]: each host's role and boundaries.
 	"status": func(d *driver, td *datadriven.TestData) string {
 		var out []string
 		for _, id := range hostArgs(d, td) {
 			out = append(out, d.status(id))
+		}
+		return strings.Join(out, "\n")
+	},
+	// hard-state [H...]: the HardState each host has persisted.
+	"hard-state": func(d *driver, td *datadriven.TestData) string {
+		var out []string
+		for _, id := range hostArgs(d, td) {
+			term, vote, commit := d.ls[id].HardState()
+			out = append(out, fmt.Sprintf("%d: term=%d vote=%d commit=%d", id, term, vote, commit))
 		}
 		return strings.Join(out, "\n")
 	},
@@ -436,6 +467,16 @@ var driverCommands = map[string]func(d *driver, td *datadriven.TestData) string{
 		}
 		return strings.Join(out, "\n")
 	},
+}
+
+// eachHost is a command that does f for each host it names (every host if none).
+func eachHost(f func(d *driver, id uint64)) func(*driver, *datadriven.TestData) string {
+	return func(d *driver, td *datadriven.TestData) string {
+		for _, id := range hostArgs(d, td) {
+			f(d, id)
+		}
+		return ""
+	}
 }
 
 func (d *driver) handle(t *testing.T, td *datadriven.TestData) string {
@@ -484,6 +525,17 @@ func parseID(t testing.TB, s string) uint64 {
 		t.Fatalf("not a host id: %q", s)
 	}
 	return id
+}
+
+// parseIDs reads a list of host ids, written id=(1,2) or id=1,2.
+func parseIDs(t testing.TB, vals []string) []uint64 {
+	var ids []uint64
+	for _, v := range vals {
+		for _, f := range strings.Split(v, ",") {
+			ids = append(ids, parseID(t, f))
+		}
+	}
+	return ids
 }
 
 func errString(err error) string {

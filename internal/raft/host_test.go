@@ -443,6 +443,8 @@ func TestHostManyGroups(t *testing.T) {
 
 // (a) A majority has written an entry but not flushed it: the majority-replicated
 // boundary covers it, the committed one does not.
+// An integration test on goroutines and the wall clock; testdata/majority_vs_committed.txt steps the same scenario
+// deterministically.
 func TestHostMajorityReplicatedBeforeCommit(t *testing.T) {
 	checkLeaks(t)
 	c := newLedCluster(t)
@@ -498,6 +500,8 @@ func TestHostMajorityReplicatedBeforeCommit(t *testing.T) {
 // covers the entry), one voter of three has the entry durably: raft must not commit it.
 // Had the leader counted its own written entry, two of three would. Once the leader
 // flushes, it commits; its persisted commit index never passes its flushed log.
+// An integration test on goroutines and the wall clock; testdata/leader_unflushed.txt steps the same scenario
+// deterministically.
 func TestHostLeaderUnflushedDoesNotCount(t *testing.T) {
 	checkLeaks(t)
 	c := newLedCluster(t)
@@ -542,6 +546,8 @@ func TestHostLeaderUnflushedDoesNotCount(t *testing.T) {
 // it), but the leader neither persists that commit index nor applies the entry, nor
 // reports the proposal committed, until its own flush: its HardState never runs ahead of
 // its flushed log.
+// An integration test on goroutines and the wall clock; testdata/leader_unflushed.txt steps the same scenario
+// deterministically.
 func TestHostCommitByFollowersWhileLeaderUnflushed(t *testing.T) {
 	checkLeaks(t)
 	c := newLedCluster(t)
@@ -583,6 +589,8 @@ func TestHostCommitByFollowersWhileLeaderUnflushed(t *testing.T) {
 
 // (c) An entry the old leader appended but a new leader replaced: its proposer fails with
 // ErrTruncated and never succeeds.
+// An integration test on goroutines and the wall clock; testdata/truncated_proposal.txt steps the same scenario
+// deterministically.
 func TestHostTruncatedProposalFails(t *testing.T) {
 	checkLeaks(t)
 	c := newLedCluster(t)
@@ -706,6 +714,8 @@ func TestHostProposalErrors(t *testing.T) {
 // A third voter joins a two-voter group through a joint configuration: while joint, both
 // majorities must hold an entry for it to count, for commit and for the
 // majority-replicated boundary alike; afterwards the three replicas hold the same log.
+// An integration test on goroutines and the wall clock; testdata/joint_config.txt steps the same scenario
+// deterministically.
 func TestHostJointConfigChange(t *testing.T) {
 	checkLeaks(t)
 	c := newHostClusterVoters(t, 3, 1, 10*time.Millisecond, []uint64{1, 2})
