@@ -13,6 +13,10 @@
 //     pure functions (majority.go), and the coalesced heartbeats and quiescence of idle
 //     groups (quiesce.go).
 //
+// Scripts in testdata/ (datadriven format, run by script_test.go) step a set of hosts
+// deterministically: no goroutines, a manual clock, and a network and fsyncs the script
+// controls (driver_test.go).
+//
 // host.go documents the write path, why raft's commit index is flush-aware there, and the
 // majority-replicated boundary. The inter-broker transport is not here: raftrpc carries a
 // Host's Batches over rpc.

@@ -139,31 +139,26 @@ func (d *driver) close() {
 // workers would; it reports whether there was anything to run.
 func (d *driver) processReady(id uint64) bool {
 	h := d.hosts[id]
-	ran := false
-	ob := newOutbox(h)
-	for {
-		batch := h.readyQ.take(nil, 16)
-		if len(batch) == 0 {
-			return ran
-		}
-		ran = true
-		h.processAll(batch, ob)
-	}
+	return drain(&h.readyQ, newOutbox(h), h.processAll)
 }
 
 // fsync runs host id's flushers until its flush queue is empty (a flush write caching holds
 // back leaves the queue and waits for its timer); it reports whether there was anything.
 func (d *driver) fsync(id uint64) bool {
 	h := d.hosts[id]
+	return drain(&h.flushQ, newOutbox(h), h.flushAll)
+}
+
+// drain runs rounds of q's groups until q is empty; it reports whether there were any.
+func drain(q *workQueue, ob *outbox, round func([]*group, *outbox)) bool {
 	ran := false
-	ob := newOutbox(h)
 	for {
-		batch := h.flushQ.take(nil, 64)
+		batch := q.take(nil, 16)
 		if len(batch) == 0 {
 			return ran
 		}
 		ran = true
-		h.flushAll(batch, ob)
+		round(batch, ob)
 	}
 }
 

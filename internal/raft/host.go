@@ -129,8 +129,9 @@ type HostOptions struct {
 	// flushes with it).
 	flushGate func(group uint64)
 	// driven, if set, starts no goroutines and gives the host this clock: a test drives
-	// the host from its own goroutine with runReady, runFlushes and tickOnce (the
-	// deterministic driver, driver_test.go).
+	// the host from its own goroutine, taking groups off the queues itself (workQueue.take)
+	// and running the rounds the goroutines would (processAll, flushAll, tickOnce); see
+	// driver_test.go. ProposeConfChange, which waits for a worker, is not for such a host.
 	driven clock
 }
 

@@ -15,7 +15,7 @@ func (m ackMap) AckedIndex(id uint64) (quorum.Index, bool) {
 	return v, ok
 }
 
-// voterWritten is the index the leader self counts voter id as holding: its own written
+// voterWritten is the index the leader (self) counts voter id as holding: its own written
 // index (own) for itself; for a follower, its largest written report in the current term,
 // with raft's Match as a floor (a follower's flushed entries are written too, and reports
 // may be lost or not yet sent).
