@@ -242,6 +242,13 @@ func describeBatch(e envelope) string {
 		}
 		parts = append(parts, s)
 	}
+	if hb := e.b.Heartbeat; hb != nil && len(hb.Quiesced) > 0 {
+		var qs []string
+		for _, q := range hb.Quiesced {
+			qs = append(qs, fmt.Sprintf("group=%d term=%d commit=%d", q.Group, q.Term, q.Commit))
+		}
+		parts = append(parts, "HostHeartbeat quiesced: "+strings.Join(qs, "; "))
+	}
 	for _, w := range e.b.Written {
 		parts = append(parts, fmt.Sprintf("Written term=%d index=%d", w.Term, w.Index))
 	}
@@ -262,6 +269,24 @@ func (d *driver) status(id uint64) string {
 		s += fmt.Sprintf(" majority-replicated=%d", st.MajorityReplicated)
 	}
 	return s + fmt.Sprintf(" committed=%d applied=%d", st.Committed, st.Applied)
+}
+
+// ticking says whether host id's ticker ticks the group, as the ticker decides.
+func (d *driver) ticking(id uint64) string {
+	h := d.hosts[id]
+	g, err := h.group(scriptGroup)
+	if err != nil {
+		return err.Error()
+	}
+	switch s := g.quietSeen.Load(); {
+	case g.solo.Load():
+		return "not ticked (sole voter, leading)"
+	case g.quiet.Load():
+		return "quiesced (leader)"
+	case s != 0 && h.tickNo.Load()-s <= quietSlack:
+		return "quiet (listed by its leader's host)"
+	}
+	return "ticking"
 }
 
 func describeProposal(name string, p *Proposal) string {

@@ -76,7 +76,8 @@ var driverCommands = map[string]func(d *driver, td *datadriven.TestData) string{
 		td.MaybeScanArgs(d.t, "to", &to)
 		return strings.Join(d.deliver(from, to, td.HasArg("drop")), "\n")
 	},
-	// tick [H...] [n=N]: the hosts' tickers run N rounds (default 1); nothing else happens.
+	// tick [H...] [n=N] [stabilize]: the hosts' tickers run N rounds (default 1); with
+	// stabilize, the cluster stabilizes after each round, else nothing else happens.
 	"tick": func(d *driver, td *datadriven.TestData) string {
 		n := 1
 		td.MaybeScanArgs(d.t, "n", &n)
@@ -84,8 +85,19 @@ var driverCommands = map[string]func(d *driver, td *datadriven.TestData) string{
 			for _, id := range hostArgs(d, td) {
 				d.hosts[id].tickOnce()
 			}
+			if td.HasArg("stabilize") {
+				d.stabilize()
+			}
 		}
 		return ""
+	},
+	// ticking [H...]: whether each host ticks the group, or leaves it quiet (quiesce.go).
+	"ticking": func(d *driver, td *datadriven.TestData) string {
+		var out []string
+		for _, id := range hostArgs(d, td) {
+			out = append(out, fmt.Sprintf("%d: %s", id, d.ticking(id)))
+		}
+		return strings.Join(out, "\n")
 	},
 	// advance DURATION: the clock moves on, and write caching's delayed flushes fall due
 	// (they are queued; an fsync or stabilize runs them).
@@ -218,12 +230,15 @@ func (d *driver) handle(t *testing.T, td *datadriven.TestData) string {
 	return out
 }
 
+// flagArgs are the arguments that are flags, not positional values.
+var flagArgs = map[string]bool{"drop": true, "stabilize": true}
+
 // positional returns the arguments without a value (datadriven parses "propose 1 p1" as
 // keys "1" and "p1").
 func positional(t testing.TB, td *datadriven.TestData) []string {
 	var out []string
 	for _, a := range td.CmdArgs {
-		if len(a.Vals) == 0 && a.Key != "drop" {
+		if len(a.Vals) == 0 && !flagArgs[a.Key] {
 			out = append(out, a.Key)
 		}
 	}
