@@ -15,7 +15,9 @@
 //
 // Scripts in testdata/ (datadriven format, run by script_test.go) step a set of hosts
 // deterministically: no goroutines, a manual clock, and a network and fsyncs the script
-// controls (driver_test.go).
+// controls. The driver is package rafttest, so that the packages above can script their
+// own scenarios on it; it drives DrivenHosts (driven.go), which run the started host's
+// rounds when their caller says so, and exist for such tests only.
 //
 // host.go documents the write path, why raft's commit index is flush-aware there, and the
 // majority-replicated boundary. The inter-broker transport is not here: raftrpc carries a

@@ -128,18 +128,14 @@ type HostOptions struct {
 	// flushGate, if set, is called by a flusher before it flushes a group (tests hold
 	// flushes with it).
 	flushGate func(group uint64)
-	// driven, if set, starts no goroutines and gives the host this clock: a test drives
-	// the host from its own goroutine, taking groups off the queues itself (workQueue.take)
-	// and running the rounds the goroutines would (processAll, flushAll, tickOnce); see
-	// driver_test.go. ProposeConfChange, which waits for a worker, is not for such a host.
-	driven clock
 }
 
-// clock is the time a host's write caching waits on: the wall clock, or a driven test's
-// manual one.
-type clock interface {
+// Clock is the time a host's write caching waits on: the wall clock for a Host, a
+// deterministic test's manual clock for a DrivenHost.
+type Clock interface {
 	Now() time.Time
-	// AfterFunc calls f in its own goroutine (or, manual, the test's) once d has passed.
+	// AfterFunc calls f in its own goroutine (a manual clock: on the goroutine that moves
+	// it) once d has passed.
 	AfterFunc(d time.Duration, f func())
 }
 
@@ -169,7 +165,7 @@ type Host struct {
 	list   []*group // for the ticker
 	closed bool
 
-	clock  clock
+	clock  Clock
 	readyQ workQueue
 	flushQ workQueue
 	stop   chan struct{}
@@ -201,6 +197,19 @@ func (h *Host) Stats() HostStats {
 
 // NewHost starts a host's workers, flushers and ticker.
 func NewHost(opts HostOptions) *Host {
+	h := newHost(opts, wallClock{})
+	for i := 0; i < h.opts.Workers; i++ {
+		h.wg.Add(2)
+		go h.worker()
+		go h.flusher()
+	}
+	h.wg.Add(1)
+	go h.ticker()
+	return h
+}
+
+// newHost builds a host on clock without starting any goroutine.
+func newHost(opts HostOptions, clock Clock) *Host {
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = 100 * time.Millisecond
 	}
@@ -226,21 +235,10 @@ func NewHost(opts HostOptions) *Host {
 		opts.MaxInflightBytes = 8 << 20
 	}
 	h := &Host{opts: opts, id: opts.NodeID, groups: map[uint64]*group{}, stop: make(chan struct{}),
-		clock: wallClock{}, tickLens: map[uint64]int{}}
+		clock: clock, tickLens: map[uint64]int{}}
 	h.tickNo.Store(1)
 	h.readyQ.init()
 	h.flushQ.init()
-	if opts.driven != nil {
-		h.clock = opts.driven
-		return h
-	}
-	for i := 0; i < opts.Workers; i++ {
-		h.wg.Add(2)
-		go h.worker()
-		go h.flusher()
-	}
-	h.wg.Add(1)
-	go h.ticker()
 	return h
 }
 

@@ -1,0 +1,224 @@
+// Package rafttest drives a set of raft hosts deterministically, for the tests of raft and
+// of the packages above it (partition). It owns the driver: raft.DrivenHosts (no
+// goroutines) on one manual Clock, an in-memory network that holds every batch until the
+// test delivers or drops it, fsyncs that run only when the test lets them, and the script
+// commands (datadriven format) that say all this (commands.go). Everything happens on the
+// test's goroutine, in the order the script fixes, so a scenario that a goroutine test can
+// only wait for on the wall clock is stepped here one message, fsync and tick at a time.
+//
+// It does not own raft groups or their storage: the test adds its groups to the hosts
+// (raft's scripts a bare group, partition's a partition replica) and prints what it
+// asserts. It must never be imported by anything but tests, and never reach into a host
+// except through what raft exports for driving one (raft.DrivenHost).
+package rafttest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/raftrpc"
+)
+
+// Driver runs hosts 1..n. Its methods, and the hosts' rounds, must be called from the
+// test's goroutine only.
+type Driver struct {
+	t     testing.TB
+	clock *Clock
+	ids   []uint64
+	hosts map[uint64]*raft.DrivenHost
+	// inflight holds the batches sent and not yet delivered, in the order they were sent.
+	inflight []envelope
+	cut      map[uint64]bool // hosts whose traffic (both ways) is lost
+	held     map[uint64]bool // hosts whose fsyncs wait for an explicit Fsync
+}
+
+// envelope is one batch in flight.
+type envelope struct {
+	from, to uint64
+	b        *raft.Batch
+}
+
+// New builds n driven hosts, ids 1 to n, with raft's default options, on a new Clock.
+func New(t testing.TB, n int) *Driver {
+	d := &Driver{t: t, clock: NewClock(), hosts: map[uint64]*raft.DrivenHost{},
+		cut: map[uint64]bool{}, held: map[uint64]bool{}}
+	for i := 1; i <= n; i++ {
+		id := uint64(i)
+		d.ids = append(d.ids, id)
+		d.hosts[id] = raft.NewDrivenHost(raft.HostOptions{NodeID: id, Transport: sender{d, id}}, d.clock)
+	}
+	return d
+}
+
+// sender is a host's transport: the batch crosses raftrpc's wire encoding, so the
+// receiver shares nothing with the sender, and waits in the driver until delivered.
+type sender struct {
+	d    *Driver
+	from uint64
+}
+
+func (s sender) Send(to uint64, b *raft.Batch) {
+	payload, err := raftrpc.EncodeBatch(b)
+	if err != nil {
+		s.d.t.Fatalf("host %d sends %d a batch the wire cannot carry: %v", s.from, to, err)
+	}
+	c, err := raftrpc.DecodeBatch(payload)
+	if err != nil {
+		s.d.t.Fatalf("host %d to %d: the wire does not decode its own batch: %v", s.from, to, err)
+	}
+	c.From = s.from // the rpc frame carries the sender
+	s.d.inflight = append(s.d.inflight, envelope{from: s.from, to: to, b: c})
+}
+
+// IDs are the hosts' ids, in order.
+func (d *Driver) IDs() []uint64 { return d.ids }
+
+// Host is host id.
+func (d *Driver) Host(id uint64) *raft.DrivenHost {
+	h, ok := d.hosts[id]
+	if !ok {
+		d.t.Fatalf("no host %d (hosts %v)", id, d.ids)
+	}
+	return h
+}
+
+// Clock is the hosts' clock.
+func (d *Driver) Clock() *Clock { return d.clock }
+
+// Close closes every host (their groups' waiters fail with raft.ErrHostClosed).
+func (d *Driver) Close() {
+	for _, id := range d.ids {
+		d.hosts[id].Close()
+	}
+}
+
+// Process runs host id's ready handling until it has none left (see
+// raft.DrivenHost.RunReady); it reports whether there was any.
+func (d *Driver) Process(id uint64) bool { return d.Host(id).RunReady() }
+
+// Fsync runs host id's flushes, held or not, until its flush queue is empty; it reports
+// whether there was any.
+func (d *Driver) Fsync(id uint64) bool { return d.Host(id).RunFlushes() }
+
+// Hold makes Stabilize leave host id's flushes queued (held) or run them again.
+func (d *Driver) Hold(id uint64, held bool) { d.setFlag(d.held, id, held) }
+
+// Cut makes every batch to or from host id dropped (cut) or delivered again.
+func (d *Driver) Cut(id uint64, cut bool) { d.setFlag(d.cut, id, cut) }
+
+func (d *Driver) setFlag(m map[uint64]bool, id uint64, on bool) {
+	d.Host(id) // an unknown id fails the test
+	if on {
+		m[id] = true
+	} else {
+		delete(m, id)
+	}
+}
+
+// Tick runs one ticker round on each of the hosts.
+func (d *Driver) Tick(ids ...uint64) {
+	for _, id := range ids {
+		d.Host(id).Tick()
+	}
+}
+
+// Deliver hands the receivers the batches in flight that match (from or to 0: any), link
+// by link in the order each link's batches were sent, or drops them; a batch to or from a
+// cut host is always dropped. It returns one line per batch (see describe).
+func (d *Driver) Deliver(from, to uint64, drop bool) []string {
+	var now, later []envelope
+	for _, e := range d.inflight {
+		if (from == 0 || e.from == from) && (to == 0 || e.to == to) {
+			now = append(now, e)
+		} else {
+			later = append(later, e)
+		}
+	}
+	d.inflight = later
+	sort.SliceStable(now, func(i, j int) bool {
+		if now[i].to != now[j].to {
+			return now[i].to < now[j].to
+		}
+		return now[i].from < now[j].from
+	})
+	var out []string
+	for _, e := range now {
+		fate := "delivered"
+		if drop || d.cut[e.from] || d.cut[e.to] {
+			fate = "dropped"
+		} else {
+			d.hosts[e.to].Step(e.b)
+		}
+		if line := describe(e); line != "" {
+			out = append(out, fmt.Sprintf("%s %s", fate, line))
+		}
+	}
+	return out
+}
+
+// Stabilize runs ready handling, fsyncs (of hosts not held) and deliveries until none has
+// anything left: the hosts are idle until the next tick, clock advance or call into them.
+func (d *Driver) Stabilize() {
+	for round := 0; ; round++ {
+		if round == 10000 {
+			d.t.Fatal("stabilize: still busy after 10000 rounds")
+		}
+		busy := false
+		for _, id := range d.ids {
+			busy = d.Process(id) || busy
+		}
+		for _, id := range d.ids {
+			if !d.held[id] {
+				busy = d.Fsync(id) || busy
+			}
+		}
+		if len(d.inflight) > 0 {
+			d.Deliver(0, 0, false)
+			busy = true
+		}
+		if !busy {
+			return
+		}
+	}
+}
+
+// describe is a line per batch: its raft messages and written reports (a bare coalesced
+// heartbeat, which says only that the sender is alive, is left out).
+func describe(e envelope) string {
+	var parts []string
+	for _, gm := range e.b.Messages {
+		m := gm.Msg
+		s := fmt.Sprintf("%s term=%d", strings.TrimPrefix(m.GetType().String(), "Msg"), m.GetTerm())
+		switch m.GetType() {
+		case pb.MsgApp:
+			s += fmt.Sprintf(" index=%d entries=%d commit=%d", m.GetIndex(), len(m.GetEntries()), m.GetCommit())
+		case pb.MsgAppResp:
+			s += fmt.Sprintf(" index=%d", m.GetIndex())
+		case pb.MsgHeartbeat:
+			s += fmt.Sprintf(" commit=%d", m.GetCommit())
+		}
+		if m.GetReject() {
+			s += " rejected"
+		}
+		parts = append(parts, s)
+	}
+	if hb := e.b.Heartbeat; hb != nil && len(hb.Quiesced) > 0 {
+		var qs []string
+		for _, q := range hb.Quiesced {
+			qs = append(qs, fmt.Sprintf("group=%d term=%d commit=%d", q.Group, q.Term, q.Commit))
+		}
+		parts = append(parts, "HostHeartbeat quiesced: "+strings.Join(qs, "; "))
+	}
+	for _, w := range e.b.Written {
+		parts = append(parts, fmt.Sprintf("Written term=%d index=%d", w.Term, w.Index))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d->%d: %s", e.from, e.to, strings.Join(parts, ", "))
+}
