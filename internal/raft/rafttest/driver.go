@@ -14,6 +14,7 @@ package rafttest
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -124,6 +125,31 @@ func (d *Driver) setFlag(m map[uint64]bool, id uint64, on bool) {
 func (d *Driver) Tick(ids ...uint64) {
 	for _, id := range ids {
 		d.Host(id).Tick()
+	}
+}
+
+// ProcessWhile runs f on a goroutine of its own and, until f returns, host id's ready
+// handling on the test's: for a call that returns only once its host has handled what it
+// queued (a partition's Produce waits for its leader's append). The host's ready work
+// from before the call is run first, so that what f queues is handled in rounds of its
+// own, as the same script's rounds were on every run.
+func (d *Driver) ProcessWhile(id uint64, f func()) {
+	h := d.Host(id)
+	h.RunReady()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if !h.RunReady() {
+			runtime.Gosched() // f has not queued its work yet
+		}
 	}
 }
 
