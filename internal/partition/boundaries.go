@@ -70,24 +70,7 @@ func (p *Partition) refresh() {
 	}
 	p.applied = st.Applied
 	p.progress = st.Progress
-	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
-		clear(p.caughtUp) // a new leadership: every voter starts with the full window
-	}
-	p.leaderEnd = st.LogEnd
-	if b.IsLeader {
-		now := time.Now()
-		writeCaching := p.cfg.Load().WriteCaching
-		for _, v := range p.voters {
-			pp := st.Progress[v]
-			held := pp.Match
-			if writeCaching {
-				held = pp.Written
-			}
-			if _, ok := p.caughtUp[v]; !ok || held >= st.LogEnd {
-				p.caughtUp[v] = now
-			}
-		}
-	}
+	p.noteCaughtUpLocked(b, st.LogEnd, time.Now())
 	p.advanceLocked(func(cur *Boundaries) {
 		// A boundary read from the log a moment earlier may lag what the caller of
 		// refresh already saw; offsets of one term never go back.

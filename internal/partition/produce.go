@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/raft"
 )
 
@@ -27,25 +28,16 @@ func failed(err *kerr.Error, msg string) ProduceResult {
 	return ProduceResult{BaseOffset: -1, LogStartOffset: -1, Err: err, Msg: msg}
 }
 
-// Produce validates the payload and proposes it to the partition's Raft group. For acks 0
-// and 1 the returned result is final once the leader appended the batch. For acks -1 the
-// caller must call wait, which returns once the batch is committed (strict) or majority
-// replicated (write caching), fails with NOT_LEADER_OR_FOLLOWER if a new leader truncated
-// it, or REQUEST_TIMED_OUT when ctx ends. Nothing is stored when validation fails.
+// Produce validates the payload, admits it and proposes it to the partition's Raft group.
+// For acks 0 and 1 the returned result is final once the leader appended the batch. For
+// acks -1 the caller must call wait, which returns once the batch is committed (strict) or
+// majority replicated (write caching), fails with NOT_LEADER_OR_FOLLOWER if a new leader
+// truncated it, or REQUEST_TIMED_OUT when ctx ends. Nothing is stored when validation or
+// admission fails.
 func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx context.Context) ProduceResult) {
-	cfg := p.cfg.Load()
-	batches, headers, err := SplitBatches(records, cfg.MaxMessageBytes)
-	if err != nil {
-		var ve *ValidationError
-		errors.As(err, &ve)
-		return failed(ve.Err, ve.Msg), nil
-	}
-	if len(batches) != 1 {
-		return failed(kerr.InvalidRecord, "a produce request must carry exactly one record batch per partition"), nil
-	}
-	batch, h := batches[0], headers[0]
-	if verr := checkRecords(cfg, batch); verr != nil {
-		return failed(verr.Err, verr.Msg), nil
+	batch, h, rejected := validateProduce(p.cfg.Load(), records)
+	if rejected != nil {
+		return *rejected, nil
 	}
 
 	size := int64(len(batch))
@@ -61,46 +53,15 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 	}
 
 	p.appendMu.Lock()
-	b := p.Boundaries()
-	if p.isClosed() {
+	adm := p.admitLocked(h, acks)
+	b := adm.bounds
+	if adm.rejected != nil || adm.duplicate {
 		p.appendMu.Unlock()
 		unreserve()
-		return failed(kerr.NotLeaderForPartition, "partition is closing"), nil
-	}
-	if !b.IsLeader {
-		p.appendMu.Unlock()
-		unreserve()
-		return failed(kerr.NotLeaderForPartition, "this broker does not lead the partition"), nil
-	}
-	if acks == -1 {
-		p.mu.Lock()
-		isr, need := len(p.isrLocked(time.Now())), p.minInsyncLocked()
-		p.mu.Unlock()
-		if isr < need {
-			p.appendMu.Unlock()
-			unreserve()
-			return failed(kerr.NotEnoughReplicas, fmt.Sprintf("the partition has %d in-sync replicas; min.insync.replicas needs %d", isr, need)), nil
+		if adm.rejected != nil {
+			return *adm.rejected, nil
 		}
-	}
-	if p.prodTerm != uint64(b.LeaderEpoch) {
-		if err := p.rebuildProducersLocked(); err != nil {
-			p.appendMu.Unlock()
-			unreserve()
-			p.lg.Error("rebuilding producer state", "err", err)
-			return failed(kerr.KafkaStorageError, err.Error()), nil
-		}
-		p.prodTerm = uint64(b.LeaderEpoch)
-	}
-	dupOf, dup, verr := p.checkSequence(h)
-	if verr != nil {
-		p.appendMu.Unlock()
-		unreserve()
-		return failed(verr.Err, verr.Msg), nil
-	}
-	if dup {
-		p.appendMu.Unlock()
-		unreserve()
-		return p.produceDuplicate(h, dupOf, acks, b.LogStart)
+		return p.produceDuplicate(h, adm.dupOf, acks, b.LogStart)
 	}
 	// The batch is proposed where it lies in the request frame: etcd raft clones a proposed
 	// entry when it appends it, and the host drops its reference once raft has appended it,
@@ -143,6 +104,85 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		res.LogStartOffset = p.Boundaries().LogStart
 		return res
 	}
+}
+
+// validateProduce checks a produce payload against the topic's configuration: exactly
+// one well-formed batch within max.message.bytes, with records the topic accepts. It
+// reads no partition state, so it runs before the request takes any of the partition's
+// locks or window.
+func validateProduce(cfg *config.TopicConfig, records []byte) ([]byte, BatchHeader, *ProduceResult) {
+	reject := func(err *kerr.Error, msg string) ([]byte, BatchHeader, *ProduceResult) {
+		r := failed(err, msg)
+		return nil, BatchHeader{}, &r
+	}
+	batches, headers, err := SplitBatches(records, cfg.MaxMessageBytes)
+	if err != nil {
+		var ve *ValidationError
+		errors.As(err, &ve)
+		return reject(ve.Err, ve.Msg)
+	}
+	if len(batches) != 1 {
+		return reject(kerr.InvalidRecord, "a produce request must carry exactly one record batch per partition")
+	}
+	if verr := checkRecords(cfg, batches[0]); verr != nil {
+		return reject(verr.Err, verr.Msg)
+	}
+	return batches[0], headers[0], nil
+}
+
+// admission is admitLocked's decision on a validated batch: refused (rejected set), a
+// retry of a batch already admitted (duplicate, answered with the original dupOf), or
+// neither, when the batch may be proposed. dupOf is held by value so that admitting a
+// batch allocates nothing.
+type admission struct {
+	bounds    Boundaries     // the boundaries the decision was made on
+	rejected  *ProduceResult // refused: nothing is appended
+	duplicate bool
+	dupOf     seqBatch
+}
+
+// admitLocked decides whether this replica may append a validated batch now: it must be
+// open and lead; an acks=all batch needs min.insync.replicas in-sync replicas before it
+// is appended (DESIGN.md §3); and an idempotent producer's batch must follow on its
+// sequence, or repeat one already admitted. It runs under appendMu, held until the batch
+// it admits is proposed, so the producer-table check and the proposal are one step. The
+// cheap checks come first: a replica that does not lead, or an acks=all batch that
+// min.insync refuses, costs no rebuild of the producer table from the log.
+func (p *Partition) admitLocked(h BatchHeader, acks int16) admission {
+	b := p.Boundaries()
+	reject := func(err *kerr.Error, msg string) admission {
+		r := failed(err, msg)
+		return admission{bounds: b, rejected: &r}
+	}
+	if p.isClosed() {
+		return reject(kerr.NotLeaderForPartition, "partition is closing")
+	}
+	if !b.IsLeader {
+		return reject(kerr.NotLeaderForPartition, "this broker does not lead the partition")
+	}
+	if acks == -1 {
+		p.mu.Lock()
+		isr, need := len(p.isrLocked(time.Now())), p.minInsyncLocked()
+		p.mu.Unlock()
+		if isr < need {
+			return reject(kerr.NotEnoughReplicas, fmt.Sprintf("the partition has %d in-sync replicas; min.insync.replicas needs %d", isr, need))
+		}
+	}
+	if p.prodTerm != uint64(b.LeaderEpoch) {
+		if err := p.rebuildProducersLocked(); err != nil {
+			p.lg.Error("rebuilding producer state", "err", err)
+			return reject(kerr.KafkaStorageError, err.Error())
+		}
+		p.prodTerm = uint64(b.LeaderEpoch)
+	}
+	dupOf, dup, verr := p.checkSequence(h)
+	if verr != nil {
+		return reject(verr.Err, verr.Msg)
+	}
+	if dup {
+		return admission{bounds: b, duplicate: true, dupOf: dupOf}
+	}
+	return admission{bounds: b}
 }
 
 // produceDuplicate answers a retried batch with the offset of its original. For acks=-1
