@@ -240,32 +240,23 @@ func (c *Cluster) running(id int) (*Broker, error) {
 	return b, nil
 }
 
-// Kill9 kills broker id with SIGKILL (paused or not) and waits until it is reaped.
-func (c *Cluster) Kill9(id int) error {
+// on runs f on broker id, or returns why there is no such broker.
+func (c *Cluster) on(id int, f func(*Broker) error) error {
 	b, err := c.broker(id)
 	if err != nil {
 		return err
 	}
-	return b.Kill()
+	return f(b)
 }
+
+// Kill9 kills broker id with SIGKILL (paused or not) and waits until it is reaped.
+func (c *Cluster) Kill9(id int) error { return c.on(id, (*Broker).Kill) }
 
 // Pause stops broker id with SIGSTOP: its sockets stay open, it answers nothing.
-func (c *Cluster) Pause(id int) error {
-	b, err := c.broker(id)
-	if err != nil {
-		return err
-	}
-	return b.Pause()
-}
+func (c *Cluster) Pause(id int) error { return c.on(id, (*Broker).Pause) }
 
 // Resume continues a paused broker with SIGCONT.
-func (c *Cluster) Resume(id int) error {
-	b, err := c.broker(id)
-	if err != nil {
-		return err
-	}
-	return b.Resume()
-}
+func (c *Cluster) Resume(id int) error { return c.on(id, (*Broker).Resume) }
 
 // Stop stops broker id gracefully: SIGTERM (and SIGCONT if paused), then waits up to
 // StopTimeout for exit code 0. Past the timeout the broker is killed; either way a stop
@@ -280,25 +271,21 @@ func (c *Cluster) Stop(id int) error {
 
 // Start starts broker id again (after Kill9 or Stop) and waits until it is ready.
 func (c *Cluster) Start(ctx context.Context, id int) error {
-	b, err := c.broker(id)
-	if err != nil {
-		return err
-	}
-	return b.Launch(ctx)
+	return c.on(id, func(b *Broker) error { return b.Launch(ctx) })
 }
 
 // StartAll starts the given brokers again together: a restarted broker is ready only once
 // a quorum of the controller is up, which may need the others.
 func (c *Cluster) StartAll(ctx context.Context, ids ...int) error {
-	bs := make([]*Broker, len(ids))
+	bs := make([]*harness.Broker, len(ids))
 	for i, id := range ids {
 		b, err := c.broker(id)
 		if err != nil {
 			return err
 		}
-		bs[i] = b
+		bs[i] = b.Broker
 	}
-	return errors.Join(harness.Together(bs, func(b *Broker) error { return b.Launch(ctx) })...)
+	return errors.Join(harness.LaunchAll(ctx, bs...)...)
 }
 
 // Restart stops broker id gracefully (see Stop) and starts it again.
