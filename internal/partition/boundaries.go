@@ -3,7 +3,6 @@ package partition
 import (
 	"math"
 	"slices"
-	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 
@@ -70,7 +69,7 @@ func (p *Partition) refresh() {
 	}
 	p.applied = st.Applied
 	p.progress = st.Progress
-	p.noteCaughtUpLocked(b, st.LogEnd, time.Now())
+	p.noteCaughtUpLocked(b, st.LogEnd, p.now())
 	p.advanceLocked(func(cur *Boundaries) {
 		// A boundary read from the log a moment earlier may lag what the caller of
 		// refresh already saw; offsets of one term never go back.

@@ -49,7 +49,7 @@ func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.
 func (p *Partition) ISR() []uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.isrLocked(time.Now())
+	return p.isrLocked(p.now())
 }
 
 func (p *Partition) isrLocked(now time.Time) []uint64 {
@@ -82,7 +82,7 @@ func (p *Partition) InsyncState() (isr, minISR, voters int, ok bool) {
 	if !p.bounds.IsLeader {
 		return 0, 0, len(p.voters), false
 	}
-	return len(p.isrLocked(time.Now())), p.minInsyncLocked(), len(p.voters), true
+	return len(p.isrLocked(p.now())), p.minInsyncLocked(), len(p.voters), true
 }
 
 // minInsyncLocked is the effective min.insync.replicas: the topic's value, capped by the number

@@ -36,6 +36,9 @@ type Options struct {
 	Replicas []uint64
 	Config   config.TopicConfig
 	Logger   *slog.Logger
+	// Clock, if set, is the time the ISR's lag window (replica.lag.time.max.ms) is measured
+	// on, instead of the wall clock: a deterministic test's manual clock.
+	Clock func() time.Time
 	// OnRoleChange, if set, is called (from the replica's own goroutine; it must not block)
 	// when the replica's role, leader or term changes.
 	OnRoleChange func()
@@ -54,6 +57,7 @@ type Partition struct {
 	self  uint64
 	cfg   atomic.Pointer[config.TopicConfig]
 	lg    *slog.Logger
+	now   func() time.Time // the ISR's clock (Options.Clock)
 
 	// appendMu serializes appends with the producer-state checks that precede them, so a
 	// sequence check and the append it admits are one step.
@@ -100,7 +104,12 @@ func Open(opts Options) (*Partition, error) {
 	if lg == nil {
 		lg = slog.Default()
 	}
+	now := opts.Clock
+	if now == nil {
+		now = time.Now
+	}
 	p := &Partition{
+		now:       now,
 		topic:     opts.Topic,
 		id:        opts.Partition,
 		ls:        opts.Storage,

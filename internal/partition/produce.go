@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -162,7 +161,7 @@ func (p *Partition) admitLocked(h BatchHeader, acks int16) admission {
 	}
 	if acks == -1 {
 		p.mu.Lock()
-		isr, need := len(p.isrLocked(time.Now())), p.minInsyncLocked()
+		isr, need := len(p.isrLocked(p.now())), p.minInsyncLocked()
 		p.mu.Unlock()
 		if isr < need {
 			return reject(kerr.NotEnoughReplicas, fmt.Sprintf("the partition has %d in-sync replicas; min.insync.replicas needs %d", isr, need))
