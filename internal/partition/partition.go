@@ -4,6 +4,11 @@
 // (strict fsync or write caching with flush.ms / flush.bytes), waiters for each acks stage,
 // and what Fetch and ListOffsets may see. It must not parse Kafka requests or touch the
 // network, and it reaches disk only through internal/storage.
+//
+// Scripts in testdata/ (datadriven format, run by script_test.go) step replicas of one
+// partition deterministically on internal/raft/rafttest's driver: produce admission and
+// completion, acks stages and boundaries, with the network, fsyncs and clock in the
+// script's hands.
 package partition
 
 import (

@@ -234,6 +234,9 @@ func waitResult(wait func(context.Context) ProduceResult, d time.Duration) Produ
 	return wait(ctx)
 }
 
+// The scripts step this scenario deterministically, one message and fsync at a time:
+// testdata/acks_boundaries.txt and min_insync_completion.txt (write caching). This test
+// keeps it on the goroutine host, as an integration test.
 func TestWriteCachingAcksOnceAMajorityHasWritten(t *testing.T) {
 	rs := newReplicaSet(t, true)
 	for _, g := range rs.gates {
@@ -252,6 +255,8 @@ func TestWriteCachingAcksOnceAMajorityHasWritten(t *testing.T) {
 	}
 }
 
+// testdata/acks_boundaries.txt (strict) steps this scenario deterministically; this test
+// keeps it on the goroutine host, as an integration test.
 func TestStrictAcksWaitWhileAMajorityHasOnlyWritten(t *testing.T) {
 	rs := newReplicaSet(t, false)
 	for _, g := range rs.gates {
@@ -281,6 +286,8 @@ func TestStrictAcksWaitWhileAMajorityHasOnlyWritten(t *testing.T) {
 	}
 }
 
+// The raft host's rule under this test is stepped deterministically by raft's
+// testdata/leader_unflushed.txt; this test checks the partition's boundaries on it.
 func TestLeadersOwnUnflushedEntryNeverCounts(t *testing.T) {
 	rs := newReplicaSet(t, false)
 	rs.net.isolate(3, true, replicaIDs...) // one follower away: leader + 2 must both flush
@@ -336,6 +343,9 @@ func TestTruncatedEntryFailsItsWaiter(t *testing.T) {
 	}
 }
 
+// testdata/min_insync_admission.txt and min_insync_completion.txt step these cases
+// deterministically (strict and write caching, the lag window on a manual clock instead of
+// rewriting caughtUp); this test keeps them on the goroutine host, as an integration test.
 func TestMinInsyncReplicas(t *testing.T) {
 	rs := newReplicaSet(t, false)
 	cfg := rs.parts[1].Config()

@@ -2,7 +2,6 @@ package raft_test
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,17 +41,11 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	// add-hosts N [voters=1,2,3] [write-caching=DURATION]: a new scenario of N hosts
 	// (voters: all); with write-caching, appends wait that long before their fsync.
 	"add-hosts": func(s *script, td *datadriven.TestData) string {
-		args := rafttest.Positional(td)
-		if len(args) != 1 {
-			s.t.Fatalf("%s: add-hosts N", td.Pos)
-		}
-		n, err := strconv.Atoi(args[0])
-		if err != nil {
-			s.t.Fatalf("%s: %v", td.Pos, err)
-		}
+		n := rafttest.HostCount(s.t, td)
 		var delay time.Duration
 		mode := "strict"
 		if a, ok := td.Arg("write-caching"); ok {
+			var err error
 			if delay, err = time.ParseDuration(a.SingleVal(s.t)); err != nil {
 				s.t.Fatal(err)
 			}

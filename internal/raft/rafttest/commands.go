@@ -113,6 +113,20 @@ func Positional(td *datadriven.TestData, flags ...string) []string {
 	return out
 }
 
+// HostCount reads the number of hosts a scenario-building directive ("add-hosts 3") names:
+// its one positional argument other than flags.
+func HostCount(t testing.TB, td *datadriven.TestData, flags ...string) int {
+	args := Positional(td, flags...)
+	if len(args) != 1 {
+		t.Fatalf("%s: %s N", td.Pos, td.Cmd)
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		t.Fatalf("%s: %s N: not a number of hosts: %q", td.Pos, td.Cmd, args[0])
+	}
+	return n
+}
+
 // HostArgs returns the hosts a directive names (its positional arguments other than
 // flags), or every host if it names none.
 func (d *Driver) HostArgs(td *datadriven.TestData, flags ...string) []uint64 {

@@ -1,0 +1,266 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/raft/rafttest"
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+// The scripts in testdata/ (datadriven format) run one partition, a replica on each host
+// of a rafttest driver: the driver's commands (rafttest/commands.go) step the network,
+// the disks and the clock, which is the partitions' clock too (the ISR's lag window reads
+// it); the commands here produce, alter the topic and print what a client and the admin
+// API would see. Each script opens with what it proves.
+//
+// Produce's acks=all answer is not waited for in the background: await asks for it once
+// the script has stepped the hosts to where it is decided, expire asks for the answer its
+// timeout would give now. After every command each replica refreshes its boundaries from
+// its group, so what the next command sees is the same on every run.
+
+// replicaScript is one script's state: the driver of its current scenario and a replica on
+// each of its hosts.
+type replicaScript struct {
+	t        testing.TB
+	d        *rafttest.Driver
+	parts    map[uint64]*Partition
+	produced map[string]*production
+}
+
+// production is one Produce call: its immediate result and, for acks=all, its wait.
+type production struct {
+	res      ProduceResult
+	wait     func(context.Context) ProduceResult
+	answered bool // a producer hears one answer: await or expire, once
+}
+
+var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData) string{
+	// add-replicas N [write-caching] [min-insync=M]: a new scenario of N hosts, each with a
+	// replica of partition t-0 (all of them voters), with the topic's defaults but for
+	// write.caching and min.insync.replicas (default 1). Host 1 is elected, and the hosts
+	// stabilize (under write caching: until the new term's entry is flushed too).
+	"add-replicas": func(s *replicaScript, td *datadriven.TestData) string {
+		n := rafttest.HostCount(s.t, td, "write-caching")
+		cfg := defaultConfig()
+		cfg.WriteCaching = td.HasArg("write-caching")
+		cfg.MinInsyncReplicas = 1
+		td.MaybeScanArgs(s.t, "min-insync", &cfg.MinInsyncReplicas)
+		s.reset(n, cfg)
+		mode := "strict"
+		if cfg.WriteCaching {
+			mode = fmt.Sprintf("write caching (flush.ms=%d)", cfg.FlushMs)
+		}
+		return fmt.Sprintf("%d replicas of t-0, %s, min.insync.replicas=%d; %s", n, mode, cfg.MinInsyncReplicas, s.leaderLine())
+	},
+	// produce H NAME [acks=all|1] [records=N]: host H's replica is handed a batch of N
+	// records (default 1) at acks all (the default) or 1; it prints the answer, or for an
+	// admitted acks=all batch where it was appended (await or expire gives the answer).
+	// Host H's ready handling runs until Produce returns (it waits for the leader's own
+	// append); nothing is delivered or fsynced.
+	"produce": func(s *replicaScript, td *datadriven.TestData) string {
+		args := rafttest.Positional(td)
+		if len(args) != 2 {
+			s.t.Fatalf("%s: produce H NAME", td.Pos)
+		}
+		id, name := rafttest.ParseID(s.t, args[0]), args[1]
+		if _, ok := s.produced[name]; ok {
+			s.t.Fatalf("%s: %s produced already", td.Pos, name)
+		}
+		acks := int16(-1)
+		if a, ok := td.Arg("acks"); ok {
+			switch v := a.SingleVal(s.t); v {
+			case "all":
+			case "1":
+				acks = 1
+			default:
+				s.t.Fatalf("%s: acks all or 1, not %q", td.Pos, v)
+			}
+		}
+		records := 1
+		td.MaybeScanArgs(s.t, "records", &records)
+		batch := kafkatest.Plain(records, 1000).Bytes()
+		pr := &production{}
+		p := s.part(id)
+		s.d.ProcessWhile(id, func() { pr.res, pr.wait = p.Produce(batch, acks) })
+		s.produced[name] = pr
+		if pr.wait != nil {
+			return fmt.Sprintf("%s: appended at offset %d; acks=all waits", name, pr.res.BaseOffset)
+		}
+		return name + ": " + answer(pr.res)
+	},
+	// await NAME: the acks=all answer NAME's producer gets, which the steps so far must
+	// have decided (acknowledged, or failed): it fails the test if the batch's waiter
+	// would still wait.
+	"await": func(s *replicaScript, td *datadriven.TestData) string {
+		name, pr := s.production(td)
+		ctx, cancel := context.WithTimeout(context.Background(), awaitGuard)
+		defer cancel()
+		res := pr.wait(ctx)
+		if ctx.Err() != nil {
+			s.t.Fatalf("%s: %s's waiter still waits (expire gives its timeout's answer)", td.Pos, name)
+		}
+		return name + ": " + answer(res)
+	},
+	// expire NAME: the answer NAME's producer gets if its request times out now, with the
+	// waiter still waiting (acknowledged if it is no longer waiting). A waiter whose
+	// proposal failed is for await: its failure and its timeout would race.
+	"expire": func(s *replicaScript, td *datadriven.TestData) string {
+		name, pr := s.production(td)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return name + ": " + answer(pr.wait(ctx))
+	},
+	// alter [min-insync=M] [write-caching=true|false]: the topic's configuration changes at
+	// run time on every replica, as IncrementalAlterConfigs changes it.
+	"alter": func(s *replicaScript, td *datadriven.TestData) string {
+		for _, id := range s.d.IDs() {
+			cfg := s.parts[id].Config()
+			td.MaybeScanArgs(s.t, "min-insync", &cfg.MinInsyncReplicas)
+			td.MaybeScanArgs(s.t, "write-caching", &cfg.WriteCaching)
+			s.parts[id].SetConfig(cfg)
+		}
+		return ""
+	},
+	// boundaries [H...]: each replica's role and boundaries (DESIGN.md §1).
+	"boundaries": func(s *replicaScript, td *datadriven.TestData) string {
+		var out []string
+		for _, id := range s.d.HostArgs(td) {
+			b := s.parts[id].Boundaries()
+			role := "follower"
+			if b.IsLeader {
+				role = "leader"
+			}
+			out = append(out, fmt.Sprintf("%d: %s epoch=%d log-end=%d flushed=%d majority-replicated=%d committed=%d last-visible=%d",
+				id, role, b.LeaderEpoch, b.LogEnd, b.Flushed, b.MajorityReplicated, b.Committed, b.LastVisible))
+		}
+		return strings.Join(out, "\n")
+	},
+	// isr: the leader's in-sync replicas and the effective min.insync.replicas, as
+	// Metadata and the metrics report them.
+	"isr": func(s *replicaScript, _ *datadriven.TestData) string {
+		var out []string
+		for _, id := range s.d.IDs() {
+			p := s.parts[id]
+			if isr, need, voters, ok := p.InsyncState(); ok {
+				out = append(out, fmt.Sprintf("%d leads: isr=%v (%d of %d voters), min.insync.replicas=%d", id, p.ISR(), isr, voters, need))
+			}
+		}
+		if len(out) == 0 {
+			return "no replica leads"
+		}
+		return strings.Join(out, "\n")
+	},
+}
+
+// awaitGuard bounds await, which returns at once when the script has decided the answer:
+// it is reached only by a script that awaits an undecided one.
+const awaitGuard = 10 * time.Second
+
+// answer is a Produce answer as a client sees it.
+func answer(r ProduceResult) string {
+	if r.Err != nil {
+		return fmt.Sprintf("%s: %s", r.Err.Message, r.Msg)
+	}
+	return fmt.Sprintf("acknowledged at offset %d", r.BaseOffset)
+}
+
+func (s *replicaScript) production(td *datadriven.TestData) (string, *production) {
+	args := rafttest.Positional(td)
+	if len(args) != 1 {
+		s.t.Fatalf("%s: %s NAME", td.Pos, td.Cmd)
+	}
+	pr, ok := s.produced[args[0]]
+	if !ok || pr.wait == nil {
+		s.t.Fatalf("%s: %s is not an admitted acks=all produce", td.Pos, args[0])
+	}
+	if pr.answered {
+		s.t.Fatalf("%s: %s was answered already", td.Pos, args[0])
+	}
+	pr.answered = true
+	return args[0], pr
+}
+
+func (s *replicaScript) part(id uint64) *Partition {
+	p, ok := s.parts[id]
+	if !ok {
+		s.t.Fatalf("no replica on host %d", id)
+	}
+	return p
+}
+
+// reset closes the replicas and hosts of a previous scenario and starts n new ones.
+func (s *replicaScript) reset(n int, cfg config.TopicConfig) {
+	s.close()
+	s.d = rafttest.New(s.t, n)
+	s.parts, s.produced = map[uint64]*Partition{}, map[string]*production{}
+	for _, id := range s.d.IDs() {
+		ls, err := raft.Open(storage.Options{FS: storage.NewMemFS(), Dir: "/p"})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		p, err := Open(Options{Topic: "t", Partition: 0, Storage: ls, Host: s.d.Host(id).Host, Group: 1, Self: id,
+			Replicas: s.d.IDs(), Config: cfg, Clock: s.d.Clock().Now})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.parts[id] = p
+	}
+	s.d.Stabilize() // host 1, the preferred leader of a new group, campaigned in Open
+	if cfg.WriteCaching {
+		s.d.Clock().Advance(time.Duration(cfg.FlushMs) * time.Millisecond)
+		s.d.Stabilize()
+	}
+	s.refresh()
+}
+
+func (s *replicaScript) leaderLine() string {
+	for _, id := range s.d.IDs() {
+		if b := s.parts[id].Boundaries(); b.IsLeader {
+			return fmt.Sprintf("%d leads in epoch %d", id, b.LeaderEpoch)
+		}
+	}
+	return "no replica leads"
+}
+
+// refresh brings every replica's boundaries up to its group, as its refresher does soon
+// after the group moves: the next command sees them settled.
+func (s *replicaScript) refresh() {
+	for _, id := range s.d.IDs() {
+		s.parts[id].refresh()
+	}
+}
+
+func (s *replicaScript) close() {
+	if s.d == nil {
+		return
+	}
+	for _, id := range s.d.IDs() {
+		s.parts[id].Close()
+	}
+	s.d.Close()
+}
+
+// TestReplicaScripts runs every script in testdata/ on a fresh driver.
+func TestReplicaScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := &replicaScript{t: t}
+		defer s.close()
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			if s.d == nil && td.Cmd != "add-replicas" {
+				t.Fatalf("%s: add-replicas first", td.Pos)
+			}
+			out := rafttest.Do(t, td, s.d, s, replicaCommands)
+			s.refresh()
+			return out
+		})
+	})
+}
