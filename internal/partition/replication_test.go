@@ -313,6 +313,8 @@ func TestLeadersOwnUnflushedEntryNeverCounts(t *testing.T) {
 	}
 }
 
+// testdata/truncated_batch.txt steps this scenario deterministically; this test keeps it
+// on the goroutine host, as an integration test.
 func TestTruncatedEntryFailsItsWaiter(t *testing.T) {
 	rs := newReplicaSet(t, false)
 	rs.net.isolate(1, true, replicaIDs...)
@@ -415,6 +417,8 @@ func TestIdleFollowersStayInSync(t *testing.T) {
 // TestRetriedBatchNeverAckedAfterItsOriginalWasReplaced: a producer's retry of a batch is
 // a duplicate of the original's entry; if a new leader's log replaces that entry, the
 // retry must not be acknowledged with the original's offset (another batch sits there).
+// testdata/truncated_batch.txt steps it deterministically; this test keeps it on the
+// goroutine host, as an integration test.
 func TestRetriedBatchNeverAckedAfterItsOriginalWasReplaced(t *testing.T) {
 	rs := newReplicaSet(t, false)
 	rs.net.isolate(1, true, replicaIDs...)

@@ -33,6 +33,7 @@ type replicaScript struct {
 	t        testing.TB
 	d        *rafttest.Driver
 	parts    map[uint64]*Partition
+	disks    map[uint64]storage.FS // each replica's, kept across a restart
 	produced map[string]*production
 }
 
@@ -61,11 +62,30 @@ var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData)
 		}
 		return fmt.Sprintf("%d replicas of t-0, %s, min.insync.replicas=%d; %s", n, mode, cfg.MinInsyncReplicas, s.leaderLine())
 	},
-	// produce H NAME [acks=all|1] [records=N]: host H's replica is handed a batch of N
-	// records (default 1) at acks all (the default) or 1; it prints the answer, or for an
-	// admitted acks=all batch where it was appended (await or expire gives the answer).
-	// Host H's ready handling runs until Produce returns (it waits for the leader's own
-	// append); nothing is delivered or fsynced.
+	// campaign H: host H's replica campaigns (handled at the next ready round).
+	"campaign": func(s *replicaScript, td *datadriven.TestData) string {
+		if err := s.d.Host(s.d.HostArg(td)).Campaign(scriptGroup); err != nil {
+			return err.Error()
+		}
+		return ""
+	},
+	// restart H: host H's replica closes and opens again on the same log (a clean
+	// restart: nothing is lost, and the replica forgets who led).
+	"restart": func(s *replicaScript, td *datadriven.TestData) string {
+		id := s.d.HostArg(td)
+		cfg := s.part(id).Config()
+		if err := s.parts[id].Close(); err != nil {
+			return err.Error()
+		}
+		s.open(id, cfg)
+		return ""
+	},
+	// produce H NAME [acks=all|1] [records=N] [producer=PID seq=N]: host H's replica is
+	// handed a batch of N records (default 1) at acks all (the default) or 1, from an
+	// idempotent producer PID (epoch 0) from sequence seq if given; it prints the answer,
+	// or for an admitted acks=all batch where it was appended (await or expire gives the
+	// answer). Host H's ready handling runs until Produce returns (it waits for the
+	// leader's own append); nothing is delivered or fsynced.
 	"produce": func(s *replicaScript, td *datadriven.TestData) string {
 		args := rafttest.Positional(td)
 		if len(args) != 2 {
@@ -87,7 +107,13 @@ var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData)
 		}
 		records := 1
 		td.MaybeScanArgs(s.t, "records", &records)
-		batch := kafkatest.Plain(records, 1000).Bytes()
+		b := kafkatest.Plain(records, 1000)
+		if td.HasArg("producer") {
+			td.ScanArgs(s.t, "producer", &b.ProducerID)
+			td.ScanArgs(s.t, "seq", &b.BaseSequence)
+			b.ProducerEpoch = 0
+		}
+		batch := b.Bytes()
 		pr := &production{}
 		p := s.part(id)
 		s.d.ProcessWhile(id, func() { pr.res, pr.wait = p.Produce(batch, acks) })
@@ -197,22 +223,17 @@ func (s *replicaScript) part(id uint64) *Partition {
 	return p
 }
 
+// scriptGroup is the partition's Raft group on every host.
+const scriptGroup = 1
+
 // reset closes the replicas and hosts of a previous scenario and starts n new ones.
 func (s *replicaScript) reset(n int, cfg config.TopicConfig) {
 	s.close()
 	s.d = rafttest.New(s.t, n)
-	s.parts, s.produced = map[uint64]*Partition{}, map[string]*production{}
+	s.parts, s.disks, s.produced = map[uint64]*Partition{}, map[uint64]storage.FS{}, map[string]*production{}
 	for _, id := range s.d.IDs() {
-		ls, err := raft.Open(storage.Options{FS: storage.NewMemFS(), Dir: "/p"})
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		p, err := Open(Options{Topic: "t", Partition: 0, Storage: ls, Host: s.d.Host(id).Host, Group: 1, Self: id,
-			Replicas: s.d.IDs(), Config: cfg, Clock: s.d.Clock().Now})
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		s.parts[id] = p
+		s.disks[id] = storage.NewMemFS()
+		s.open(id, cfg)
 	}
 	s.d.Stabilize() // host 1, the preferred leader of a new group, campaigned in Open
 	if cfg.WriteCaching {
@@ -220,6 +241,20 @@ func (s *replicaScript) reset(n int, cfg config.TopicConfig) {
 		s.d.Stabilize()
 	}
 	s.refresh()
+}
+
+// open opens host id's replica on its disk.
+func (s *replicaScript) open(id uint64, cfg config.TopicConfig) {
+	ls, err := raft.Open(storage.Options{FS: s.disks[id], Dir: "/p"})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	p, err := Open(Options{Topic: "t", Partition: 0, Storage: ls, Host: s.d.Host(id).Host, Group: scriptGroup, Self: id,
+		Replicas: s.d.IDs(), Config: cfg, Clock: s.d.Clock().Now})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.parts[id] = p
 }
 
 func (s *replicaScript) leaderLine() string {

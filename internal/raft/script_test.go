@@ -60,7 +60,7 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	},
 	// campaign H: host H campaigns (handled at the next ready round).
 	"campaign": func(s *script, td *datadriven.TestData) string {
-		return errString(s.d.Host(s.hostArg(td)).Campaign(scriptGroup))
+		return errString(s.d.Host(s.d.HostArg(td)).Campaign(scriptGroup))
 	},
 	// propose H NAME [records=N]: host H proposes a batch of N records (default 1).
 	"propose": func(s *script, td *datadriven.TestData) string {
@@ -82,7 +82,7 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	// restart H: host H stops and starts its replica again on the same log (nothing is lost:
 	// a clean restart, so the replica forgets who led).
 	"restart": func(s *script, td *datadriven.TestData) string {
-		id := s.hostArg(td)
+		id := s.d.HostArg(td)
 		if err := s.d.Host(id).RemoveGroup(scriptGroup); err != nil {
 			return err.Error()
 		}
@@ -195,15 +195,6 @@ func (s *script) close() {
 	if s.d != nil {
 		s.d.Close()
 	}
-}
-
-// hostArg is the one host a command names.
-func (s *script) hostArg(td *datadriven.TestData) uint64 {
-	args := rafttest.Positional(td)
-	if len(args) != 1 {
-		s.t.Fatalf("%s: %s H", td.Pos, td.Cmd)
-	}
-	return rafttest.ParseID(s.t, args[0])
 }
 
 func (s *script) status(id uint64) string {

@@ -127,6 +127,15 @@ func HostCount(t testing.TB, td *datadriven.TestData, flags ...string) int {
 	return n
 }
 
+// HostArg returns the one host a directive names ("campaign 2").
+func (d *Driver) HostArg(td *datadriven.TestData) uint64 {
+	args := Positional(td)
+	if len(args) != 1 {
+		d.t.Fatalf("%s: %s H", td.Pos, td.Cmd)
+	}
+	return ParseID(d.t, args[0])
+}
+
 // HostArgs returns the hosts a directive names (its positional arguments other than
 // flags), or every host if it names none.
 func (d *Driver) HostArgs(td *datadriven.TestData, flags ...string) []uint64 {
