@@ -14,7 +14,10 @@ import (
 //
 // The rounds are the started host's own code (processAll, flushAll, tickOnce), so a driven
 // host differs from a started one only in who calls them and in its clock; nothing on the
-// started host's path tests whether it is driven.
+// started host's path tests whether it is driven. A call that waits for a worker waits
+// until the caller runs the round that serves it: the caller must not make it from the
+// goroutine that runs the rounds (rafttest.Driver.ProcessWhile runs it beside them), except
+// ProposeConfChange, which DrivenHost serves itself.
 type DrivenHost struct {
 	*Host
 	// out is the rounds' outbox: a started host has one per worker and per flusher; the
