@@ -23,6 +23,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -632,7 +633,7 @@ func (p *Partition) waitAcked(ctx context.Context, prop *raft.Proposal, end int6
 // original's own proposal while this leader still tracks it, else once the offset is
 // visible, the batch stored there is still this producer's (a new leader may have
 // replaced it), and min.insync.replicas voters hold the log up to now.
-func (p *Partition) produceDuplicate(h BatchHeader, orig seqBatch, acks int16, logStart int64) (ProduceResult, func(context.Context) ProduceResult) {
+func (p *Partition) produceDuplicate(h recordbatch.Header, orig seqBatch, acks int16, logStart int64) (ProduceResult, func(context.Context) ProduceResult) {
 	base := orig.baseOffset
 	if orig.prop != nil { // the original is still on its way into the log
 		if err := p.waitAppended(orig.prop); err != nil {
@@ -671,12 +672,12 @@ func (p *Partition) produceDuplicate(h BatchHeader, orig seqBatch, acks int16, l
 
 // storedIs reports whether the visible batch at base is h's (same producer, epoch and
 // sequence range).
-func (p *Partition) storedIs(base int64, h BatchHeader) bool {
+func (p *Partition) storedIs(base int64, h recordbatch.Header) bool {
 	raw, err := p.log.ReadBatches(base, 1, p.Boundaries().LastVisible)
 	if err != nil || len(raw) == 0 {
 		return false
 	}
-	got, ok := ParseBatchHeader(raw)
+	got, ok := recordbatch.ParseHeader(raw)
 	return ok && got.BaseOffset == base && got.ProducerID == h.ProducerID && got.ProducerEpoch == h.ProducerEpoch &&
 		got.BaseSequence == h.BaseSequence && got.LastSequence() == h.LastSequence()
 }
