@@ -67,3 +67,17 @@ func (b Batch) Bytes() []byte {
 		NumRecords:      int32(len(b.Values)),
 	}, recs)
 }
+
+// KV is one record of a KeyedBatch: a nil Key is a null key, a nil Value a tombstone.
+type KV struct{ Key, Value []byte }
+
+// KeyedBatch encodes a non-idempotent batch of recs at timestamp ts, compressed with codec
+// (and, for snappy, framed as the Java client's xerial stream when xerial is set).
+func KeyedBatch(ts int64, codec Codec, xerial bool, recs ...KV) []byte {
+	b := Batch{Timestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Codec: codec, XerialSnappy: xerial}
+	for _, r := range recs {
+		b.Keys = append(b.Keys, r.Key)
+		b.Values = append(b.Values, r.Value)
+	}
+	return b.Bytes()
+}

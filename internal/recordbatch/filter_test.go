@@ -13,22 +13,15 @@ import (
 
 var be = binary.BigEndian
 
-// kv is one record to encode: a nil key is a null key, a nil val a tombstone.
-type kv struct{ key, val []byte }
+// Batches in these tests are built with kafkatest, whose records and codecs are written
+// apart from this package's, so that a test decodes what another encoder wrote.
 
-func rec(k, v string) kv { return kv{key: []byte(k), val: []byte(v)} }
-func tomb(k string) kv   { return kv{key: []byte(k)} }
+type kv = kafkatest.KV
 
-// kvBatch builds a batch with kafkatest, whose codecs are written independently of this
-// package's, so that a test decodes what another encoder wrote.
-func kvBatch(ts int64, codec kafkatest.Codec, xerial bool, recs ...kv) []byte {
-	b := kafkatest.Batch{Timestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Codec: codec, XerialSnappy: xerial}
-	for _, r := range recs {
-		b.Keys = append(b.Keys, r.key)
-		b.Values = append(b.Values, r.val)
-	}
-	return b.Bytes()
-}
+func rec(k, v string) kv { return kv{Key: []byte(k), Value: []byte(v)} }
+func tomb(k string) kv   { return kv{Key: []byte(k)} }
+
+var kvBatch = kafkatest.KeyedBatch
 
 func kafkaCRCOK(b []byte) bool { return len(b) >= recordbatch.HeaderSize && recordbatch.CRCValid(b) }
 
@@ -41,7 +34,7 @@ func TestFilterBatchEveryCodec(t *testing.T) {
 			for i := 0; i < 500; i++ {
 				recs = append(recs, rec(fmt.Sprint("key-", i), fmt.Sprint("value-", i, "-", bytes.Repeat([]byte("x"), i%50))))
 			}
-			recs[3].val = nil
+			recs[3].Value = nil
 			orig := kvBatch(1000, codec, xerial, recs...)
 			be.PutUint64(orig[0:], 77)
 			// Keep every third record.
@@ -86,7 +79,7 @@ func TestCheckRecordsRequiringKeys(t *testing.T) {
 		if err := checkKeys(kvBatch(1, codec, false, rec("a", "1"), tomb("b"))); err != nil {
 			t.Fatalf("%v: %v", codec, err)
 		}
-		if err := checkKeys(kvBatch(1, codec, false, rec("a", "1"), kv{val: []byte("x")})); !errors.Is(err, recordbatch.ErrNullKey) {
+		if err := checkKeys(kvBatch(1, codec, false, rec("a", "1"), kv{Value: []byte("x")})); !errors.Is(err, recordbatch.ErrNullKey) {
 			t.Fatalf("%v: %v", codec, err)
 		}
 		b := kvBatch(1, codec, false, rec("a", "1"))
@@ -109,7 +102,7 @@ func TestCheckRecordsRequiringKeys(t *testing.T) {
 // never panic, and what it rewrites must decode again to exactly the records it kept.
 func FuzzFilter(f *testing.F) {
 	for i, codec := range kafkatest.Codecs {
-		f.Add(kvBatch(5, codec, i%2 == 0, rec("a", "1"), tomb("b"), rec("a", "2"), kv{val: []byte("k")}), uint8(0b101))
+		f.Add(kvBatch(5, codec, i%2 == 0, rec("a", "1"), tomb("b"), rec("a", "2"), kv{Value: []byte("k")}), uint8(0b101))
 	}
 	f.Add(kafkatest.Plain(3, 1).Bytes(), uint8(1))
 	f.Add([]byte{}, uint8(0))

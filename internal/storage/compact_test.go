@@ -26,12 +26,11 @@ func rec(k, v string) kv { return kv{key: []byte(k), val: []byte(v)} }
 func tomb(k string) kv   { return kv{key: []byte(k)} }
 
 func kvBatch(ts int64, codec kafkatest.Codec, xerial bool, recs ...kv) []byte {
-	b := kafkatest.Batch{Timestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Codec: codec, XerialSnappy: xerial}
-	for _, r := range recs {
-		b.Keys = append(b.Keys, r.key)
-		b.Values = append(b.Values, r.val)
+	kvs := make([]kafkatest.KV, len(recs))
+	for i, r := range recs {
+		kvs[i] = kafkatest.KV{Key: r.key, Value: r.val}
 	}
-	return b.Bytes()
+	return kafkatest.KeyedBatch(ts, codec, xerial, kvs...)
 }
 
 // storedRec is one record as written, by offset.
