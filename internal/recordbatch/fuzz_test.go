@@ -44,8 +44,9 @@ func FuzzParseHeader(f *testing.F) {
 	})
 }
 
-// FuzzDecodeRecords: the record walk never panics, and what it accepts is what it says: the
-// records tile the plain section in offset order, and each one encodes back to its bytes.
+// FuzzDecodeRecords: the record walk never panics, its three users (DecodeRecords,
+// CheckRecords, RecordTimes) accept the same batches, and what it accepts is what it says:
+// as many records as the header counts, tiling the plain section in offset order.
 func FuzzDecodeRecords(f *testing.F) {
 	for _, b := range seedBatches() {
 		f.Add(b)
@@ -57,8 +58,15 @@ func FuzzDecodeRecords(f *testing.F) {
 		if !bytes.Equal(b, orig) {
 			t.Fatal("input modified")
 		}
+		times, terr := recordbatch.RecordTimes(b)
+		if cerr := recordbatch.CheckRecords(b, false); (cerr == nil) != (err == nil) || (terr == nil) != (err == nil) {
+			t.Fatalf("DecodeRecords %v, CheckRecords %v, RecordTimes %v", err, cerr, terr)
+		}
 		if err != nil {
 			return
+		}
+		if len(times) != len(recs) {
+			t.Fatalf("%d record times for %d records", len(times), len(recs))
 		}
 		h, _ := recordbatch.ParseHeader(b)
 		if int32(len(recs)) != h.NumRecords {

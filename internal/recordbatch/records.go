@@ -37,62 +37,34 @@ func invalidRecords(format string, args ...any) error {
 // varint ranges, offset deltas strictly increasing within [0, lastOffsetDelta], the record
 // count, and no trailing bytes. It does not check the CRC.
 func DecodeRecords(batch []byte, recs []Record) ([]Record, []byte, error) {
-	if err := Check(batch); err != nil {
+	plain, n, err := recordsSection(batch)
+	if err != nil {
 		return nil, nil, err
 	}
-	codec := int(Attributes(batch) & CodecMask)
-	if codec > CodecZstd {
-		return nil, nil, invalidRecords("unknown compression codec %d", codec)
-	}
-	n := int32(be.Uint32(batch[RecordCountPos:]))
-	lastDelta := int32(be.Uint32(batch[LastOffsetDeltaPos:]))
-	if n < 0 || int64(n) > int64(lastDelta)+1 {
-		return nil, nil, invalidRecords("record count %d with lastOffsetDelta %d", n, lastDelta)
-	}
-	plain, err := Decompress(codec, batch[HeaderSize:])
-	if err != nil {
-		return nil, nil, invalidRecords("codec %d: %v", codec, err)
-	}
-	if n > 0 && len(plain) == 0 {
-		return nil, nil, invalidRecords("%d records in no bytes", n)
-	}
 	if recs == nil {
-		recs = make([]Record, 0, min(int(n), len(plain)/(minRecordBodyLength+1)+1))
+		recs = make([]Record, 0, maxRecords(n, plain))
 	}
-	prev := int32(-1)
-	rest := plain
-	for i := int32(0); i < n; i++ {
-		r, used, err := parseRecord(rest)
-		if err != nil {
-			return nil, nil, invalidRecords("record %d: %v", i, err)
-		}
-		if r.OffsetDelta <= prev || r.OffsetDelta > lastDelta {
-			return nil, nil, invalidRecords("record %d: offset delta %d after %d (last %d)", i, r.OffsetDelta, prev, lastDelta)
-		}
-		prev = r.OffsetDelta
-		recs = append(recs, r)
-		rest = rest[used:]
-	}
-	if len(rest) > 0 {
-		return nil, nil, invalidRecords("%d bytes after the last record", len(rest))
+	if err := walkRecords(batch, plain, n, func(r Record) { recs = append(recs, r) }); err != nil {
+		return nil, nil, err
 	}
 	return recs, plain, nil
 }
 
-// CheckRecords decodes every record of a whole batch (decompressing them if needed) and
+// CheckRecords applies DecodeRecords' checks to a whole batch, keeping no record, and
 // returns an error matching ErrMalformed if any is malformed, or ErrNullKey if requireKeys
-// is set and a record has a null key.
+// is set and a record has a null key. The produce path runs it on every batch, so that a
+// batch whose records no consumer could read is refused rather than stored.
 func CheckRecords(batch []byte, requireKeys bool) error {
-	recs, _, err := DecodeRecords(batch, nil)
+	plain, n, err := recordsSection(batch)
 	if err != nil {
 		return err
 	}
-	if requireKeys {
-		for i := range recs {
-			if recs[i].NullKey {
-				return ErrNullKey
-			}
-		}
+	nullKey := false
+	if err := walkRecords(batch, plain, n, func(r Record) { nullKey = nullKey || r.NullKey }); err != nil {
+		return err
+	}
+	if requireKeys && nullKey {
+		return ErrNullKey
 	}
 	return nil
 }
@@ -106,7 +78,7 @@ type RecordTime struct {
 // RecordTimes decodes a whole batch and returns each record's offset and timestamp in
 // order: the batch's MaxTimestamp for every record of a log-append-time batch.
 func RecordTimes(batch []byte) ([]RecordTime, error) {
-	recs, _, err := DecodeRecords(batch, nil)
+	plain, n, err := recordsSection(batch)
 	if err != nil {
 		return nil, err
 	}
@@ -114,15 +86,75 @@ func RecordTimes(batch []byte) ([]RecordTime, error) {
 	first := int64(be.Uint64(batch[FirstTimestampPos:]))
 	maxTS := MaxTimestamp(batch)
 	logAppend := Attributes(batch)&AttrLogAppendTime != 0
-	out := make([]RecordTime, len(recs))
-	for i, r := range recs {
+	out := make([]RecordTime, 0, maxRecords(n, plain))
+	err = walkRecords(batch, plain, n, func(r Record) {
 		ts := first + r.TimestampDelta
 		if logAppend {
 			ts = maxTS
 		}
-		out[i] = RecordTime{Offset: base + int64(r.OffsetDelta), Timestamp: ts}
+		out = append(out, RecordTime{Offset: base + int64(r.OffsetDelta), Timestamp: ts})
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// recordsSection applies the checks that need no record: Check's framing, the codec, and a
+// record count within [0, lastOffsetDelta+1]. It returns the plain records section and the
+// record count.
+func recordsSection(batch []byte) ([]byte, int32, error) {
+	if err := Check(batch); err != nil {
+		return nil, 0, err
+	}
+	codec := int(Attributes(batch) & CodecMask)
+	if codec > CodecZstd {
+		return nil, 0, invalidRecords("unknown compression codec %d", codec)
+	}
+	n := int32(be.Uint32(batch[RecordCountPos:]))
+	lastDelta := int32(be.Uint32(batch[LastOffsetDeltaPos:]))
+	if n < 0 || int64(n) > int64(lastDelta)+1 {
+		return nil, 0, invalidRecords("record count %d with lastOffsetDelta %d", n, lastDelta)
+	}
+	plain, err := Decompress(codec, batch[HeaderSize:])
+	if err != nil {
+		return nil, 0, invalidRecords("codec %d: %v", codec, err)
+	}
+	if n > 0 && len(plain) == 0 {
+		return nil, 0, invalidRecords("%d records in no bytes", n)
+	}
+	return plain, n, nil
+}
+
+// maxRecords bounds the records a section may hold by its size, so that a count field
+// cannot make a decoder allocate more than the bytes it has could fill.
+func maxRecords(n int32, plain []byte) int {
+	return min(int(n), len(plain)/(minRecordBodyLength+1)+1)
+}
+
+// walkRecords parses the n records of a batch's plain section in order, checking each one
+// and that offset deltas strictly increase within [0, lastOffsetDelta] with no bytes left
+// over, and hands each to visit.
+func walkRecords(batch, plain []byte, n int32, visit func(Record)) error {
+	lastDelta := int32(be.Uint32(batch[LastOffsetDeltaPos:]))
+	prev := int32(-1)
+	rest := plain
+	for i := int32(0); i < n; i++ {
+		r, used, err := parseRecord(rest)
+		if err != nil {
+			return invalidRecords("record %d: %v", i, err)
+		}
+		if r.OffsetDelta <= prev || r.OffsetDelta > lastDelta {
+			return invalidRecords("record %d: offset delta %d after %d (last %d)", i, r.OffsetDelta, prev, lastDelta)
+		}
+		prev = r.OffsetDelta
+		visit(r)
+		rest = rest[used:]
+	}
+	if len(rest) > 0 {
+		return invalidRecords("%d bytes after the last record", len(rest))
+	}
+	return nil
 }
 
 // varint reads one zigzag varint of at most bits bits from b[*p:], advancing *p.
