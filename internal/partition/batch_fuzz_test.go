@@ -23,7 +23,7 @@ func FuzzSplitBatches(f *testing.F) {
 		total := 0
 		for i, b := range batches {
 			h, ok := recordbatch.ParseHeader(b)
-			if !ok || h != headers[i] || int(h.Length)+12 != len(b) || h.Magic != 2 {
+			if !ok || h != headers[i] || h.Size() != int64(len(b)) || h.Magic != recordbatch.Magic {
 				t.Fatalf("accepted a malformed batch: %+v", h)
 			}
 			total += len(b)

@@ -49,7 +49,7 @@ func fetchAll(t *testing.T, p *Partition) map[int64]string {
 		}
 		for len(rest) > 0 {
 			h, _ := recordbatch.ParseHeader(rest)
-			batch := rest[:int(h.Length)+12]
+			batch := rest[:h.Size()]
 			rb, recs, err := kafkatest.Records(batch)
 			if err != nil {
 				t.Fatal(err)

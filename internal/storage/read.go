@@ -420,7 +420,7 @@ func (l *Log) ScanBatches(fn func(baseOffset int64, batch []byte) error) error {
 			return nil
 		}
 		for len(b) > 0 {
-			n := int(int32(be.Uint32(b[recordbatch.LengthPos:]))) + 12
+			n := int(recordbatch.Size(b))
 			batch := b[:n:n]
 			if err := fn(recordbatch.BaseOffset(batch), batch); err != nil {
 				return err
