@@ -13,9 +13,9 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// maxDecompressed bounds the decompressed records of one batch. A batch that would
-// inflate beyond it is treated as undecodable: compaction leaves it as it is, and the
-// produce check for compacted topics rejects it. A variable so tests can lower it.
+// maxDecompressed bounds the decompressed records of one batch: a batch whose records would
+// inflate beyond it does not decode (its errors match ErrMalformed), so that a few bytes
+// cannot make a decoder allocate without bound. A variable so tests can lower it.
 var maxDecompressed = 256 << 20
 
 // errTooLarge reports a batch whose records inflate beyond maxDecompressed.

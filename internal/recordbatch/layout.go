@@ -66,11 +66,11 @@ func Records(b []byte) int32 { return int32(be.Uint32(b[LastOffsetDeltaPos:])) +
 // MaxTimestamp is the batch's maxTimestamp field.
 func MaxTimestamp(b []byte) int64 { return int64(be.Uint64(b[MaxTimestampPos:])) }
 
-// SetBaseOffset and SetLeaderEpoch write fields the CRC does not cover, so the batch stays
+// SetBaseOffset writes the baseOffset field, which the CRC does not cover: the batch stays
 // valid.
 func SetBaseOffset(b []byte, offset int64) { be.PutUint64(b[BaseOffsetPos:], uint64(offset)) }
 
-// SetLeaderEpoch writes the partitionLeaderEpoch field.
+// SetLeaderEpoch writes the partitionLeaderEpoch field, which the CRC does not cover either.
 func SetLeaderEpoch(b []byte, epoch int32) { be.PutUint32(b[LeaderEpochPos:], uint32(epoch)) }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
