@@ -1,7 +1,9 @@
 // Package broker wires one Cairn node together: its inter-broker transport, its multi-raft
 // host, its controller service (the cluster metadata, internal/cluster), the partition
 // replicas the metadata assigns to it, the leadership table Metadata answers from, and the
-// group coordinator. It routes work to local replicas. It must not speak the Kafka wire
+// group coordinator. It routes work to local replicas. Every inter-broker message reaches its
+// part through one rpc.Registry, on which each part registers its own message types (the
+// numbers are internal/rpc's table) when it is created. It must not speak the Kafka wire
 // protocol (that is internal/kafka), implement partition semantics (internal/partition) or
 // decide metadata itself (internal/controller validates and places).
 package broker
@@ -104,6 +106,7 @@ type Broker struct {
 	lg  *slog.Logger
 
 	transport *rpc.Transport
+	messages  *rpc.Registry // the transport's handler: every part's message types
 	host      *raft.Host
 	svc       atomic.Pointer[cluster.Service]
 	leaders   *leaderTable
@@ -172,34 +175,24 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("syncing data folder: %w", err)
 	}
 
-	var raftHandle rpc.Handler // set before the transport starts
+	// One registry routes every inbound message. Each part registers its own types when it
+	// exists: the host and this package's below, the controller service in cluster.New.
+	reg := rpc.NewRegistry()
 	tr, err := rpc.New(rpc.Options{
 		NodeID: cfg.NodeID, ClusterID: rpcClusterName, ListenAddr: cfg.RPCAddr, Logger: cfg.Logger,
-		Handler: func(from int32, typ uint8, payload []byte) {
-			if s := b.svc.Load(); s != nil && s.Handle(from, typ, payload) {
-				return
-			}
-			switch {
-			case cluster.IsMessageType(typ):
-				// The service is not there yet: its sender retries.
-			case typ == msgLeaders:
-				b.leaders.receive(from, payload, b.lg)
-			case typ == msgForwardRequest || typ == msgForwardResponse:
-				b.fwd.handle(from, typ, payload)
-			default:
-				raftHandle(from, typ, payload)
-			}
-		},
+		Handler: reg.Dispatch,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("inter-broker transport: %w", err)
 	}
-	sender := raftrpc.NewSender(tr)
-	b.host = raft.NewHost(raft.HostOptions{NodeID: uint64(cfg.NodeID), Transport: sender, TickInterval: cfg.TickInterval})
-	sender.SetReporter(b.host)
-	raftHandle = raftrpc.Handler(b.host, nil)
-	b.transport = tr
+	b.transport, b.messages = tr, reg
+	b.host, _ = raftrpc.NewHost(tr, raft.HostOptions{NodeID: uint64(cfg.NodeID), TickInterval: cfg.TickInterval})
 	b.fwd = newForwarder(b)
+	if err := b.registerMessages(reg); err != nil {
+		b.host.Close()
+		tr.Close()
+		return nil, fmt.Errorf("inter-broker messages: %w", err)
+	}
 	if err := tr.Start(); err != nil {
 		b.host.Close()
 		return nil, fmt.Errorf("inter-broker transport: listening on %s: %w", cfg.RPCAddr, err)
@@ -215,18 +208,23 @@ func New(cfg Config) (*Broker, error) {
 		b.cfg.AdvertisedRPCAddr = rpcAddr
 	}
 
-	svc, err := cluster.Start(b.ctx, cluster.Options{
+	svc, err := cluster.New(cluster.Options{
 		NodeID: cfg.NodeID, Dir: filepath.Join(cfg.DataDir, "controller"), FS: cfg.FS,
-		Host: b.host, Transport: tr, Seeds: cfg.Seeds,
+		Host: b.host, Transport: tr, Registry: reg, Seeds: cfg.Seeds,
 		KafkaAddr: cfg.AdvertisedKafkaAddr, RPCAddr: rpcAddr, Rack: cfg.Rack, Logger: cfg.Logger,
-		Bind: func(s *cluster.Service) { b.svc.Store(s) },
 	})
+	if err == nil {
+		// Stored before Run: the handlers may reach the state while the broker joins.
+		b.svc.Store(svc)
+		if err = svc.Run(b.ctx); err != nil {
+			svc.Close()
+		}
+	}
 	if err != nil {
 		b.host.Close()
 		tr.Close()
 		return nil, fmt.Errorf("joining the cluster: %w", err)
 	}
-	b.svc.Store(svc)
 	if err := b.reconcile(); err != nil {
 		b.Close()
 		return nil, err
@@ -240,6 +238,17 @@ func New(cfg Config) (*Broker, error) {
 	b.spawn(b.leadershipLoop)
 	b.spawn(b.retentionLoop)
 	return b, nil
+}
+
+// registerMessages routes this node's inter-broker message types other than the controller
+// service's (cluster.New registers those): raft's to the host, this package's to the
+// leadership table and the forwarder.
+func (b *Broker) registerMessages(reg *rpc.Registry) error {
+	return errors.Join(
+		raftrpc.Register(reg, b.host, nil),
+		reg.Register(func(from int32, _ uint8, payload []byte) { b.leaders.receive(from, payload, b.lg) }, msgLeaders),
+		reg.Register(b.fwd.handle, msgForwardRequest, msgForwardResponse),
+	)
 }
 
 func (b *Broker) spawn(f func()) {

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/rpc"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -140,5 +141,17 @@ func TestRecreatedTopicStartsEmptyAndOrphansGo(t *testing.T) {
 	}
 	if _, e := b.Partition("r", 0); e != nil {
 		t.Fatal("the live topic was removed with the orphans")
+	}
+}
+
+// Every message type of the table reaches a handler on a running broker: a type added to
+// the table without its handler would be dropped by every broker.
+func TestEveryMessageTypeIsRegistered(t *testing.T) {
+	b := open(t, storage.NewMemFS())
+	defer b.Close()
+	for _, mt := range rpc.MessageTypes() {
+		if !b.messages.Registered(mt.Type) {
+			t.Errorf("message type %d (%s of %s) has no handler", mt.Type, mt.Name, mt.Owner)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/controller"
 	"github.com/cairn-io/cairn/internal/group"
+	"github.com/cairn-io/cairn/internal/rpc"
 )
 
 // Leadership is decided by each partition's Raft group, not by the controller, so Metadata
@@ -19,12 +20,12 @@ import (
 // second); a broker answers Metadata from its own replicas first and from those lists for
 // the partitions it holds no replica of.
 
-// Message types of this package on the inter-broker transport (internal/cluster uses 16-31,
-// raft 1).
+// Message types of this package on the inter-broker transport, from the table of
+// internal/rpc/types.go; New registers their handlers.
 const (
-	msgLeaders         uint8 = 32 // broker → every broker: the groups I lead
-	msgForwardRequest  uint8 = 33 // broker → leader: a produce for a partition it leads
-	msgForwardResponse uint8 = 34 // leader → broker: its answer
+	msgLeaders         = rpc.MsgLeaders         // broker → every broker: the groups I lead
+	msgForwardRequest  = rpc.MsgForwardRequest  // broker → leader: a produce for a partition it leads
+	msgForwardResponse = rpc.MsgForwardResponse // leader → broker: its answer
 )
 
 const leadersVersion = 1

@@ -12,14 +12,14 @@
 //
 // # Wiring
 //
-// A broker builds one rpc.Transport whose Handler calls Service.Handle first and passes the
-// message on to the raftrpc handler only when Handle returns false, and one raft.Host whose
-// transport is a raftrpc.Sender. The transport must be started before Start, because forming
-// a cluster dials the seeds and they dial back. Handle must reach the service while Start is
-// still running (join and proposal responses arrive then): set Options.Bind, which Start
-// calls with the service before it sends anything, or use New, route to the returned
-// service, then Run. Messages of this package's types (IsMessageType) that arrive before
-// that can be dropped: their senders retry.
+// A broker builds one rpc.Registry, one rpc.Transport whose Handler is the registry's
+// Dispatch, and one raft.Host over the transport (raftrpc.NewHost, with raftrpc.Register on
+// the registry). New registers this package's message types (MsgJoinRequest to
+// MsgHeartbeat, numbered in internal/rpc/types.go) on Options.Registry, routed to Handle, so
+// they reach the service from its creation: before Run sends anything, and so before any
+// join or proposal response can arrive. The transport must be started before Run, because
+// forming a cluster dials the seeds and they dial back; messages of this package's types
+// that arrive before New are dropped by the registry, and their senders retry.
 //
 // # Cluster ids
 //

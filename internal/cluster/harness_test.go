@@ -22,13 +22,14 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // node is one broker of a test: a real loopback rpc.Transport and raft.Host wired as a
-// broker wires them (the service's Handle first, then raftrpc), and a MemFS that outlives
-// restarts.
+// broker wires them (one registry: raftrpc's handler, then the service's once it is
+// created), and a MemFS that outlives restarts.
 type node struct {
 	t    *testing.T
 	id   int32
 	fs   *storage.MemFS
 	addr string
+	reg  *rpc.Registry
 	tr   *rpc.Transport
 	host *raft.Host
 	svc  atomic.Pointer[Service]
@@ -46,29 +47,20 @@ func testLogger(t *testing.T, id int32) *slog.Logger {
 // newNode starts node id's transport (on listen; "127.0.0.1:0" for any port) and host.
 func newNode(t *testing.T, id int32, listen string, fs *storage.MemFS) *node {
 	t.Helper()
-	n := &node{t: t, id: id, fs: fs}
-	var raftHandle rpc.Handler // set before Start, so before any call
+	n := &node{t: t, id: id, fs: fs, reg: rpc.NewRegistry()}
 	tr, err := rpc.New(rpc.Options{
-		NodeID: id, ClusterID: "cairn-test", ListenAddr: listen,
-		Handler: func(from int32, typ uint8, p []byte) {
-			if s := n.svc.Load(); s != nil && s.Handle(from, typ, p) {
-				return
-			}
-			if IsMessageType(typ) {
-				return // the service is not there yet: its sender retries
-			}
-			raftHandle(from, typ, p)
-		},
+		NodeID: id, ClusterID: "cairn-test", ListenAddr: listen, Handler: n.reg.Dispatch,
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
 		DropAfter: 200 * time.Millisecond, DialTimeout: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender := raftrpc.NewSender(tr)
-	n.host = raft.NewHost(raft.HostOptions{NodeID: uint64(id), Transport: sender, TickInterval: 20 * time.Millisecond, Workers: 2})
-	sender.SetReporter(n.host)
-	raftHandle = raftrpc.Handler(n.host, &n.recv)
+	n.host, _ = raftrpc.NewHost(tr, raft.HostOptions{NodeID: uint64(id), TickInterval: 20 * time.Millisecond, Workers: 2})
+	if err := raftrpc.Register(n.reg, n.host, &n.recv); err != nil {
+		n.host.Close()
+		t.Fatal(err)
+	}
 	n.tr = tr
 	if err := tr.Start(); err != nil {
 		n.host.Close()
@@ -80,17 +72,24 @@ func newNode(t *testing.T, id int32, listen string, fs *storage.MemFS) *node {
 
 func (n *node) options(seeds []string) Options {
 	return Options{
-		NodeID: n.id, Dir: "controller", FS: n.fs, Host: n.host, Transport: n.tr, Seeds: seeds,
+		NodeID: n.id, Dir: "controller", FS: n.fs, Host: n.host, Transport: n.tr, Registry: n.reg, Seeds: seeds,
 		KafkaAddr: fmt.Sprintf("kafka-%d:9092", n.id), RPCAddr: n.addr, Rack: fmt.Sprintf("rack-%d", n.id%2),
 		Logger:          testLogger(n.t, n.id),
 		LivenessTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond, RequestTimeout: time.Second,
-		Bind: func(s *Service) { n.svc.Store(s) },
 	}
 }
 
 func (n *node) start(ctx context.Context, seeds []string) error {
-	_, err := Start(ctx, n.options(seeds))
-	return err
+	s, err := New(n.options(seeds))
+	if err != nil {
+		return err
+	}
+	n.svc.Store(s)
+	if err := s.Run(ctx); err != nil {
+		s.Close()
+		return err
+	}
+	return nil
 }
 
 func (n *node) service() *Service { return n.svc.Load() }

@@ -7,21 +7,25 @@ import (
 	"math"
 
 	"github.com/cairn-io/cairn/internal/controller"
+	"github.com/cairn-io/cairn/internal/rpc"
 )
 
-// The rpc message types of this package (raftrpc.MsgType, 1, is raft's). Every payload
-// starts with msgVersion; the layouts are in the encode functions below.
+// The rpc message types of this package, from the table of internal/rpc/types.go. Every
+// payload starts with msgVersion; the layouts are in the encode functions below.
 const (
-	MsgJoinRequest     uint8 = 16 // joiner → any broker: add me to group 0
-	MsgJoinResponse    uint8 = 17 // broker → joiner: added, or who the leader is
-	MsgProposeRequest  uint8 = 18 // any broker → controller leader: propose this command
-	MsgProposeResponse uint8 = 19 // leader → proposer: applied at index, with its result
-	MsgHeartbeat       uint8 = 20 // any broker → controller leader: I am alive
+	MsgJoinRequest     = rpc.MsgJoinRequest     // joiner → any broker: add me to group 0
+	MsgJoinResponse    = rpc.MsgJoinResponse    // broker → joiner: added, or who the leader is
+	MsgProposeRequest  = rpc.MsgProposeRequest  // any broker → controller leader: propose this command
+	MsgProposeResponse = rpc.MsgProposeResponse // leader → proposer: applied at index, with its result
+	MsgHeartbeat       = rpc.MsgBrokerHeartbeat // any broker → controller leader: I am alive
 )
 
-// IsMessageType reports whether an rpc message type belongs to this package (16-31 are
-// reserved for it), so that a router can drop such messages while no service runs.
-func IsMessageType(t uint8) bool { return t >= 16 && t <= 31 }
+// messageTypes are the types New registers for Handle.
+var messageTypes = []uint8{MsgJoinRequest, MsgJoinResponse, MsgProposeRequest, MsgProposeResponse, MsgHeartbeat}
+
+// IsMessageType reports whether an rpc message type is in the block the table keeps for this
+// package (rpc.ClusterBlockFirst to rpc.ClusterBlockLast), all of which Handle claims.
+func IsMessageType(t uint8) bool { return t >= rpc.ClusterBlockFirst && t <= rpc.ClusterBlockLast }
 
 const msgVersion = 1
 

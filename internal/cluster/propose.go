@@ -143,9 +143,10 @@ func resultOf(r proposeResponse) controller.Result {
 	return res
 }
 
-// Handle takes an rpc message of the broker's transport. It returns false if msgType is not
-// one of this package's (the caller passes it on, for example to raftrpc); otherwise the
-// message is handled or, if malformed, dropped and counted. It never blocks for long.
+// Handle takes an rpc message of the broker's transport; the registry New registers on
+// routes this package's types here. It returns false if msgType is not in this package's
+// block (IsMessageType); otherwise the message is handled or, if malformed, dropped and
+// counted. It never blocks for long.
 func (s *Service) Handle(from int32, msgType uint8, payload []byte) bool {
 	if !IsMessageType(msgType) {
 		return false

@@ -70,8 +70,12 @@ type Options struct {
 	FS storage.FS
 	// Host is the broker's shared multi-raft host; the service adds group 0 to it.
 	Host *raft.Host
-	// Transport is the broker's started rpc transport; the service sets the peers it learns.
+	// Transport is the broker's rpc transport, started before Run; the service sets the
+	// peers it learns.
 	Transport *rpc.Transport
+	// Registry is the transport's message registry: New registers this package's message
+	// types on it, routed to Handle.
+	Registry *rpc.Registry
 	// Seeds are the RPC addresses of the founding brokers; empty forms a cluster of this
 	// broker alone.
 	Seeds []string
@@ -86,9 +90,6 @@ type Options struct {
 	// RequestTimeout bounds one attempt of a proposal, forwarded or local, and of a join,
 	// before it is retried (default 2s).
 	RequestTimeout time.Duration
-	// Bind, if set, is called by Start with the new service before anything is sent, so
-	// that the caller's rpc handler can route messages to Handle from then on.
-	Bind func(*Service)
 }
 
 // Service is one broker's controller service. Its methods are safe for concurrent use.
@@ -133,16 +134,13 @@ type Service struct {
 	verdicts  map[int32]bool
 }
 
-// Start creates the service and runs it (New, Options.Bind, Run): it returns once this
-// broker is registered in the controller state and that registration is applied locally, or
-// ctx ends. On error nothing is left running.
+// Start creates the service and runs it (New, then Run): it returns once this broker is
+// registered in the controller state and that registration is applied locally, or ctx ends.
+// On error nothing is left running.
 func Start(ctx context.Context, opts Options) (*Service, error) {
 	s, err := New(opts)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Bind != nil {
-		opts.Bind(s)
 	}
 	if err := s.Run(ctx); err != nil {
 		s.Close()
@@ -151,15 +149,17 @@ func Start(ctx context.Context, opts Options) (*Service, error) {
 	return s, nil
 }
 
-// New opens group 0's log in opts.Dir and replays its committed entries into the state. It
-// adds nothing to the host and sends nothing; Handle is safe to call from now on (messages
-// are dropped until Run has added group 0). Call Run next, and Close in the end.
+// New opens group 0's log in opts.Dir, replays its committed entries into the state and
+// registers this package's message types on opts.Registry, routed to Handle (a registry
+// holds one service: a second New on it fails). It adds nothing to the host and sends
+// nothing; messages are dropped until Run has added group 0. Call Run next, and Close in the
+// end.
 func New(opts Options) (*Service, error) {
 	switch {
 	case opts.NodeID <= 0:
 		return nil, fmt.Errorf("cluster: node id %d: must be positive", opts.NodeID)
-	case opts.Host == nil || opts.Transport == nil:
-		return nil, errors.New("cluster: a raft host and an rpc transport are required")
+	case opts.Host == nil || opts.Transport == nil || opts.Registry == nil:
+		return nil, errors.New("cluster: a raft host, an rpc transport and its registry are required")
 	case opts.Dir == "":
 		return nil, errors.New("cluster: no directory for the controller log")
 	case opts.KafkaAddr == "" || opts.RPCAddr == "":
@@ -197,7 +197,13 @@ func New(opts Options) (*Service, error) {
 		pending: map[uint64]chan proposeResponse{}, peers: map[int32]string{}, fromState: map[int32]string{},
 		joining: map[int32]bool{}, seen: map[int32]time.Time{}, verdicts: map[int32]bool{},
 	}
-	if err := s.replay(); err != nil {
+	err = s.replay()
+	if err == nil {
+		if err = opts.Registry.Register(func(from int32, typ uint8, p []byte) { s.Handle(from, typ, p) }, messageTypes...); err != nil {
+			err = fmt.Errorf("cluster: %w", err)
+		}
+	}
+	if err != nil {
 		cancel()
 		ls.Close()
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/controller"
+	"github.com/cairn-io/cairn/internal/rpc"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -300,4 +301,22 @@ func TestSilentBrokerMarkedDeadThenLiveAgain(t *testing.T) {
 		b, _ := st.Broker(quiet.id)
 		return b.Live
 	})
+}
+
+// A registry routes each message type to one handler: a second service on a node's
+// registry is refused when it is created, instead of silently taking the first one's
+// messages.
+func TestSecondServiceOnARegistryRefused(t *testing.T) {
+	n := newNode(t, 1, "127.0.0.1:0", storage.NewMemFS())
+	defer n.stop()
+	s, err := New(n.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := n.options(nil)
+	o.Dir = "controller-2"
+	if _, err := New(o); !errors.Is(err, rpc.ErrTypeTaken) {
+		t.Fatalf("second service: %v, want rpc.ErrTypeTaken", err)
+	}
 }

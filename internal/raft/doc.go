@@ -1,12 +1,25 @@
-// Package raft is Cairn's multi-raft host on go.etcd.io/raft/v3. It owns the bridge between
-// etcd raft and the partition log: today the storage adapter (LogStorage, a raft.Storage
-// over a storage.Log, with the persisted HardState and ConfState); later the scheduler that
-// drives every group's RawNode, the inter-broker transport with coalesced heartbeats, and
-// the written-index tracking that feeds the majority-replicated boundary (DESIGN.md §1–§2).
+// Package raft is Cairn's multi-raft host on go.etcd.io/raft/v3: the bridge between etcd
+// raft and the partition log (DESIGN.md §1–§2). It owns
 //
-// The multi-raft Host (host.go) runs every group of one broker on a fixed pool of worker
-// and flusher goroutines and one ticker; see its documentation for the write path, why
-// raft's commit index is flush-aware there, and the majority-replicated boundary.
+//   - the storage adapter: LogStorage, a raft.Storage over a storage.Log, with the
+//     persisted HardState and ConfState (logstorage.go, state.go, cache.go);
+//   - the Host, which drives every group's RawNode of one broker on a fixed pool of worker
+//     and flusher goroutines and one ticker (host.go: types and Step; group.go: a replica's
+//     lifecycle and state; proposal.go and control.go: the calls into a group; schedule.go:
+//     the queues, workers and ticker; ready.go: ready handling and applying; flush.go:
+//     group commit and write caching; outbox.go: per-peer batching of outbound traffic;
+//     status.go);
+//   - the written-index tracking behind the majority-replicated boundary, whose rule is
+//     pure functions (majority.go), and the coalesced heartbeats and quiescence of idle
+//     groups (quiesce.go).
+//
+// Scripts in testdata/ (datadriven format, run by script_test.go) step a set of hosts
+// deterministically: no goroutines, a manual clock, and a network and fsyncs the script
+// controls (driver_test.go).
+//
+// host.go documents the write path, why raft's commit index is flush-aware there, and the
+// majority-replicated boundary. The inter-broker transport is not here: raftrpc carries a
+// Host's Batches over rpc.
 //
 // It must never: know Kafka semantics (no kmsg, no partitions, acks, offsets beyond
 // carrying the ones storage assigns); keep a second copy of log data (the Raft log is the

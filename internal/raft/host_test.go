@@ -58,6 +58,11 @@ func (s netSender) Send(to uint64, b *Batch) {
 	if h == nil || cut {
 		return
 	}
+	h.Step(cloneBatch(b))
+}
+
+// cloneBatch copies b deeply, as a wire would: the receiver shares nothing with the sender.
+func cloneBatch(b *Batch) *Batch {
 	c := &Batch{From: b.From, Written: append([]WrittenReport(nil), b.Written...)}
 	if b.Heartbeat != nil {
 		c.Heartbeat = &HostHeartbeat{Quiesced: append([]QuiescedGroup(nil), b.Heartbeat.Quiesced...)}
@@ -65,7 +70,7 @@ func (s netSender) Send(to uint64, b *Batch) {
 	for _, m := range b.Messages {
 		c.Messages = append(c.Messages, GroupMessage{Group: m.Group, Msg: proto.Clone(m.Msg).(*pb.Message)})
 	}
-	h.Step(c)
+	return c
 }
 
 func (n *testNet) isolate(id uint64, cut bool) {
@@ -438,6 +443,8 @@ func TestHostManyGroups(t *testing.T) {
 
 // (a) A majority has written an entry but not flushed it: the majority-replicated
 // boundary covers it, the committed one does not.
+// An integration test on goroutines and the wall clock; testdata/majority_vs_committed.txt steps the same scenario
+// deterministically.
 func TestHostMajorityReplicatedBeforeCommit(t *testing.T) {
 	checkLeaks(t)
 	c := newLedCluster(t)
@@ -493,6 +500,8 @@ func TestHostMajorityReplicatedBeforeCommit(t *testing.T) {
 // covers the entry), one voter of three has the entry durably: raft must not commit it.
 // Had the leader counted its own written entry, two of three would. Once the leader
 // flushes, it commits; its persisted commit index never passes its flushed log.
+// An integration test on goroutines and the wall clock; testdata/leader_unflushed.txt steps the same scenario
+// deterministically.
 func TestHostLeaderUnflushedDoesNotCount(t *testing.T) {
 	checkLeaks(t)
 	c := newLedCluster(t)
@@ -537,6 +546,8 @@ func TestHostLeaderUnflushedDoesNotCount(t *testing.T) {
 // it), but the leader neither persists that commit index nor applies the entry, nor
 // reports the proposal committed, until its own flush: its HardState never runs ahead of
 // its flushed log.
+// An integration test on goroutines and the wall clock; testdata/leader_unflushed.txt steps the same scenario
+// deterministically.
 func TestHostCommitByFollowersWhileLeaderUnflushed(t *testing.T) {
 	checkLeaks(t)
 	c := newLedCluster(t)
@@ -578,6 +589,8 @@ func TestHostCommitByFollowersWhileLeaderUnflushed(t *testing.T) {
 
 // (c) An entry the old leader appended but a new leader replaced: its proposer fails with
 // ErrTruncated and never succeeds.
+// An integration test on goroutines and the wall clock; testdata/truncated_proposal.txt steps the same scenario
+// deterministically.
 func TestHostTruncatedProposalFails(t *testing.T) {
 	checkLeaks(t)
 	c := newLedCluster(t)
@@ -701,6 +714,8 @@ func TestHostProposalErrors(t *testing.T) {
 // A third voter joins a two-voter group through a joint configuration: while joint, both
 // majorities must hold an entry for it to count, for commit and for the
 // majority-replicated boundary alike; afterwards the three replicas hold the same log.
+// An integration test on goroutines and the wall clock; testdata/joint_config.txt steps the same scenario
+// deterministically.
 func TestHostJointConfigChange(t *testing.T) {
 	checkLeaks(t)
 	c := newHostClusterVoters(t, 3, 1, 10*time.Millisecond, []uint64{1, 2})

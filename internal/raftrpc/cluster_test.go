@@ -54,10 +54,10 @@ func newCluster(t *testing.T, nodes, groups int) *cluster {
 	t.Cleanup(c.close)
 	for _, id := range c.ids {
 		n := &node{id: id, ls: map[uint64]*raft.LogStorage{}}
-		var handle rpc.Handler // set before Start, so before any call
+		reg := rpc.NewRegistry()
 		tr, err := rpc.New(rpc.Options{
 			NodeID: int32(id), ClusterID: "raftrpc-test", ListenAddr: "127.0.0.1:0",
-			Handler:    func(from int32, typ uint8, p []byte) { handle(from, typ, p) },
+			Handler:    reg.Dispatch,
 			MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
 			DropAfter: 200 * time.Millisecond, DialTimeout: time.Second,
 		})
@@ -65,15 +65,16 @@ func newCluster(t *testing.T, nodes, groups int) *cluster {
 			t.Fatal(err)
 		}
 		n.tr = tr
-		n.sender = NewSender(tr)
-		n.host = raft.NewHost(raft.HostOptions{NodeID: id, Transport: n.sender, TickInterval: 20 * time.Millisecond, Workers: 2})
-		n.sender.SetReporter(n.host)
-		handle = Handler(stepFunc(func(b *raft.Batch) {
+		n.host, n.sender = NewHost(tr, raft.HostOptions{NodeID: id, TickInterval: 20 * time.Millisecond, Workers: 2})
+		err = Register(reg, stepFunc(func(b *raft.Batch) {
 			if b.Heartbeat != nil {
 				n.quiet.Add(uint64(len(b.Heartbeat.Quiesced)))
 			}
 			n.host.Step(b)
 		}), &n.recv)
+		if err != nil {
+			t.Fatal(err)
+		}
 		c.nodes[id] = n
 		fs := storage.NewMemFS()
 		for _, g := range c.groups {

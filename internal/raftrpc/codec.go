@@ -10,10 +10,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/rpc"
 )
 
-// MsgType is the rpc message type that carries raft batches.
-const MsgType uint8 = 1
+// MsgType is the rpc message type that carries raft batches (its number is in the table of
+// internal/rpc/types.go).
+const MsgType = rpc.MsgRaft
 
 // wireVersion is the version byte of the payload encoding.
 const wireVersion = 2

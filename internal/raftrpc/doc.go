@@ -11,11 +11,10 @@
 //
 // # Wiring
 //
-// The host needs its sender and the transport its handler when they are created, so a
-// broker wires one node as: tr := rpc.New(opts with a Handler that forwards to a variable);
-// s := NewSender(tr); h := raft.NewHost(HostOptions{Transport: s, ...}); s.SetReporter(h);
-// set the variable to Handler(h, stats); tr.Start(). The rpc Transport has one Handler: a
-// caller carrying other message types dispatches on msgType and passes MsgType here.
+// A broker wires one node as: reg := rpc.NewRegistry(); tr := rpc.New(opts with Handler
+// reg.Dispatch); h, s := NewHost(tr, hostOptions); Register(reg, h, stats); tr.Start().
+// NewHost builds the host and its Sender together, because each needs the other; Register
+// takes MsgType, raft's entry in the table of internal/rpc/types.go, for the host.
 //
 // # Node ids
 //

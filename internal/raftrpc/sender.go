@@ -38,12 +38,35 @@ type SenderStats struct {
 	Sent, Failed, Reported uint64
 }
 
-// NewSender returns a Sender over t. Call SetReporter with the host once it exists (the
-// host needs its sender to be created): until then failed sends are counted, not reported.
-func NewSender(t *rpc.Transport) *Sender { return &Sender{t: t} }
+// NewSender returns a Sender over t that tells r about failed sends; with r nil they are
+// counted only. The Sender of a *raft.Host, which needs its sender before it exists, comes
+// from NewHost instead.
+func NewSender(t *rpc.Transport, r Reporter) *Sender {
+	s := &Sender{t: t}
+	if r != nil {
+		s.reporter.Store(&r)
+	}
+	return s
+}
 
-// SetReporter sets who is told about failed sends (normally the *raft.Host using s).
-func (s *Sender) SetReporter(r Reporter) { s.reporter.Store(&r) }
+// NewHost creates a raft host whose transport is a new Sender over t (opts.Transport is
+// replaced), and returns both. The two refer to each other, the host sending through the
+// sender and the sender reporting failed sends to the host, so this one constructor closes
+// the loop: the sender knows its host before NewHost returns, before the host has a group
+// and so before anything can be sent.
+func NewHost(t *rpc.Transport, opts raft.HostOptions) (*raft.Host, *Sender) {
+	s := NewSender(t, nil)
+	opts.Transport = s
+	h := raft.NewHost(opts)
+	var r Reporter = h
+	s.reporter.Store(&r)
+	return h, s
+}
+
+// Register routes the registry's raft messages (MsgType) to host, through Handler.
+func Register(reg *rpc.Registry, host Stepper, stats *ReceiveStats) error {
+	return reg.Register(Handler(host, stats), MsgType)
+}
 
 // Stats returns the sender's counters.
 func (s *Sender) Stats() SenderStats {
@@ -112,8 +135,7 @@ type ReceiveStats struct {
 
 // Handler returns an rpc.Handler that decodes messages of type MsgType and steps them into
 // host, with From set to the sender's authenticated node id. Messages of other types are
-// ignored (a caller multiplexing several types dispatches on msgType first). stats, if not
-// nil, receives the counters.
+// ignored (through Register it sees none). stats, if not nil, receives the counters.
 func Handler(host Stepper, stats *ReceiveStats) rpc.Handler {
 	if stats == nil {
 		stats = &ReceiveStats{}

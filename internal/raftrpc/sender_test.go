@@ -73,7 +73,7 @@ func TestSenderReportsFailedSends(t *testing.T) {
 	}
 	defer tr.Close()
 	tr.SetPeer(2, "127.0.0.1:1") // nothing listens: what is queued stays queued
-	s := NewSender(tr)
+	s := NewSender(tr, nil)
 	// Fill the peer's queue so that the next sends meet backpressure.
 	for i := 0; s.Stats().Failed == 0; i++ {
 		if i == 10 {
@@ -88,12 +88,13 @@ func TestSenderReportsFailedSends(t *testing.T) {
 		}, Written: []raft.WrittenReport{{Group: 3, Term: 1, Index: 1}}}
 	}
 
-	s.Send(2, batch()) // no reporter yet: counted only
+	s.Send(2, batch()) // no reporter: counted only
 	if st := s.Stats(); st.Failed != 2 || st.Reported != 0 || st.Sent != sent {
 		t.Fatalf("stats %+v", st)
 	}
+	// The same full queue, with a sender that has a host to tell.
 	f := &fakeHost{}
-	s.SetReporter(f)
+	s = NewSender(tr, f)
 	for _, to := range []uint64{2 /* backpressure */, 3 /* unknown peer */, math.MaxInt32 + 1 /* not an rpc id */} {
 		s.Send(to, batch())
 		u, sn := f.reports()
@@ -103,7 +104,7 @@ func TestSenderReportsFailedSends(t *testing.T) {
 			t.Fatalf("send to %d: unreachable %v (want %v), snapshots %v (want %v)", to, u, wantU, sn, wantS)
 		}
 	}
-	if st := s.Stats(); st.Failed != 5 || st.Reported != 9 {
+	if st := s.Stats(); st.Failed != 3 || st.Reported != 9 {
 		t.Fatalf("stats %+v", st)
 	}
 	tr.Close()
@@ -133,8 +134,7 @@ func TestSenderSplitsLargeBatches(t *testing.T) {
 	}
 	defer tx.Close()
 	tx.SetPeer(2, rx.Addr().String())
-	s := NewSender(tx)
-	s.SetReporter(f)
+	s := NewSender(tx, f)
 
 	b := &raft.Batch{From: 1, Written: []raft.WrittenReport{{Group: 9, Term: 2, Index: 7}}}
 	for g := range uint64(5) {

@@ -1,10 +1,13 @@
 // Package rpc owns Cairn's inter-broker transport: the connections between brokers, the
-// framing of what travels on them, the batching of many small messages into one write, and
-// the backpressure a slow peer exerts on its senders.
+// framing of what travels on them, the batching of many small messages into one write, the
+// backpressure a slow peer exerts on its senders, and the one table of message types with
+// the registry that routes received messages to their owners' handlers.
 //
 // It moves opaque typed messages (a uint8 type and a byte payload) between node ids. It must
 // never know Raft or Kafka semantics, and must never import internal/raft or any package above
-// it; the Raft host (internal/raft) sits on top of it and gives the message types meaning.
+// it. The packages above give the message types meaning: internal/raftrpc carries the raft
+// host's batches, internal/cluster the controller service's requests, internal/broker the
+// leadership lists and forwarded produces.
 //
 // # Shape
 //
@@ -13,7 +16,20 @@
 // a failure. Each peer has one writer goroutine that drains that peer's queue and writes many
 // messages as one framed batch with one write call. Inbound connections are accepted, checked
 // by a handshake (cluster id, sender and intended receiver node ids), and their batches are
-// handed to the Handler in arrival order, one peer at a time.
+// handed to the Handler in arrival order per sender; calls for different senders may run
+// concurrently.
+//
+// # Message types
+//
+// Every message type of every package is a constant in types.go, with its owner and
+// direction; nothing else hands out numbers, and the table is indexed by number so that the
+// compiler refuses a number given twice. A node builds one Registry and makes its Dispatch
+// the transport's Handler; each package registers its types with its handler when it is
+// constructed (raftrpc.Register, cluster.New, broker.New), before or after the transport
+// starts. Registering a type twice fails at once (ErrTypeTaken), as does a type outside the
+// table. A received message whose type has no handler, not yet or at all, is dropped and
+// counted (Registry.Dropped) and the connection stays open: every sender retries or repeats
+// what it still needs.
 //
 // # Delivery guarantees
 //
@@ -53,4 +69,10 @@
 // ack, then sends batches. A frame whose CRC does not match, whose length exceeds the
 // receiver's Options.MaxFrameBytes, whose version or kind is unknown, or whose body does not
 // decode exactly closes the connection; nothing in a bad batch is delivered.
+//
+// # Heartbeats
+//
+// heartbeat.go holds a coalescer of per-group heartbeats into one message per peer and tick.
+// Nothing uses it at present: the raft host sends each peer host one HostHeartbeat per tick
+// of its own (internal/raft/quiesce.go), inside the raft batch that internal/raftrpc carries.
 package rpc

@@ -32,8 +32,10 @@ type Options struct {
 	ClusterID string // handshakes from another cluster are refused (at most 255 bytes)
 	// ListenAddr is where Start listens, e.g. "127.0.0.1:9093" or "127.0.0.1:0".
 	ListenAddr string
-	Handler    Handler      // required to receive; nil discards received messages
-	Logger     *slog.Logger // default: discard
+	// Handler receives every inbound message; a node's is its Registry's Dispatch. Nil
+	// discards received messages.
+	Handler Handler
+	Logger  *slog.Logger // default: discard
 
 	// MaxBatchBytes bounds the encoded messages the writer puts in one batch (default 1 MiB).
 	// A single larger message still goes alone in its own batch.

@@ -3,7 +3,7 @@
 //
 //	go run ./test/chaos --duration 60s --seed 7 --mode strict --faults kill,pause,partition,power
 //
-// It starts --brokers cairn processes behind link proxies (test/chaos/harness), runs
+// It starts --brokers cairn processes behind link proxies (test/chaos/faults), runs
 // idempotent franz-go producers and a consumer that record every operation
 // (test/chaos/history), injects faults on a schedule drawn from --seed, then heals
 // everything, reads every partition back and checks. It prints the seed and a summary line,
@@ -35,7 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/cairn-io/cairn/test/chaos/harness"
+	"github.com/cairn-io/cairn/test/chaos/faults"
 	"github.com/cairn-io/cairn/test/chaos/history"
 )
 
@@ -56,14 +56,14 @@ type config struct {
 
 func main() {
 	var (
-		cfg    config
-		mode   string
-		faults string
+		cfg       config
+		mode      string
+		faultList string
 	)
 	flag.DurationVar(&cfg.duration, "duration", time.Minute, "how long faults are injected (the session also sets up, heals and checks)")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
 	flag.StringVar(&mode, "mode", "strict", "strict, write-caching or acks1")
-	flag.StringVar(&faults, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power")
+	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power")
 	flag.IntVar(&cfg.brokers, "brokers", 3, "number of brokers")
 	flag.IntVar(&cfg.partitions, "partitions", 3, "partitions of the topic (replication factor = min(3, brokers))")
 	flag.IntVar(&cfg.producers, "producers", 3, "idempotent producers")
@@ -76,7 +76,7 @@ func main() {
 		fail(err)
 	}
 	cfg.faults = map[string]bool{}
-	for _, f := range strings.Split(faults, ",") {
+	for _, f := range strings.Split(faultList, ",") {
 		switch f = strings.TrimSpace(f); f {
 		case "kill", "pause", "partition", "power":
 			cfg.faults[f] = true
@@ -104,7 +104,7 @@ func main() {
 		}
 	}
 	fmt.Printf("chaos: seed %d, mode %s, faults %s, %d brokers, duration %v, rate %d/s per producer (0: unthrottled), output %s\n",
-		cfg.seed, cfg.mode, faults, cfg.brokers, cfg.duration, cfg.rate, cfg.out)
+		cfg.seed, cfg.mode, faultList, cfg.brokers, cfg.duration, cfg.rate, cfg.out)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := run(ctx, cfg)
@@ -136,7 +136,7 @@ func fail(err error) {
 // run is one session: start, load, faults, heal, final read, check.
 func run(ctx context.Context, cfg config) (*history.Result, error) {
 	power := cfg.faults["power"]
-	cl, err := harness.Start(ctx, harness.Options{N: cfg.brokers, Binary: cfg.binary, LogDir: filepath.Join(cfg.out, "logs"),
+	cl, err := faults.Start(ctx, faults.Options{N: cfg.brokers, Binary: cfg.binary, LogDir: filepath.Join(cfg.out, "logs"),
 		SimulatePowerLoss: power, LogLevel: "info"})
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
@@ -188,7 +188,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 			_ = cl.Resume(id)
 		}
 	}
-	if err := startAll(ctx, cl, down); err != nil && schedErr == nil {
+	if err := cl.StartAll(ctx, down...); err != nil && schedErr == nil {
 		schedErr = fmt.Errorf("restarting brokers %v after the faults: %w", down, err)
 	}
 	if schedErr == nil {
@@ -213,7 +213,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 
 // produceLoop sends unique values from one goroutine (so the invocation order is the send
 // order the checker expects) until ctx ends, then waits for every outcome.
-func produceLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, mode history.Mode, process string, rate int) {
+func produceLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, mode history.Mode, process string, rate int) {
 	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(45 * time.Second),
 		kgo.MaxBufferedRecords(64), kgo.ProducerLinger(2 * time.Millisecond)}
 	if mode == history.Acks1 {
@@ -246,7 +246,7 @@ func produceLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder
 }
 
 // consumeLoop reads every partition from the start and records each poll.
-func consumeLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, partitions int) {
+func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, partitions int) {
 	from := map[int32]kgo.Offset{}
 	for p := range partitions {
 		from[int32(p)] = kgo.NewOffset().AtStart()
@@ -266,7 +266,7 @@ func consumeLoop(ctx context.Context, cl *harness.Cluster, rec *history.Recorder
 }
 
 // schedule injects faults drawn from the seed until the duration passes.
-func schedule(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, cfg config) error {
+func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cfg config) error {
 	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
 	var kinds []string
 	for _, k := range []string{"kill", "pause", "partition", "power"} {
@@ -311,7 +311,7 @@ func schedule(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, c
 				}
 			}
 			sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
-			if serr := startAll(ctx, cl, ids); serr != nil && err == nil {
+			if serr := cl.StartAll(ctx, ids...); serr != nil && err == nil {
 				err = serr
 			}
 		case "pause":
@@ -346,7 +346,7 @@ func schedule(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, c
 			rec.Fault(name, lossy)
 			if err == nil {
 				sleepCtx(ctx, time.Duration(200+rng.IntN(1000))*time.Millisecond)
-				err = startAll(ctx, cl, ids)
+				err = cl.StartAll(ctx, ids...)
 			}
 		}
 		if err != nil {
@@ -357,7 +357,7 @@ func schedule(ctx context.Context, cl *harness.Cluster, rec *history.Recorder, c
 }
 
 // finalRead reads every partition from its log start to its end, through a healthy cluster.
-func finalRead(ctx context.Context, cl *harness.Cluster, partitions int) (history.Final, error) {
+func finalRead(ctx context.Context, cl *faults.Cluster, partitions int) (history.Final, error) {
 	// Reading back a long session takes minutes; the cap only stops a read that hangs.
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
@@ -396,7 +396,7 @@ func finalRead(ctx context.Context, cl *harness.Cluster, partitions int) (histor
 
 // readRange reads [from, to) of partition p, keeping only what the checker needs of each
 // record (a kgo.Record costs several times its value).
-func readRange(ctx context.Context, cl *harness.Cluster, p int32, from, to int64) ([]history.Record, error) {
+func readRange(ctx context.Context, cl *faults.Cluster, p int32, from, to int64) ([]history.Record, error) {
 	if from >= to {
 		return nil, nil
 	}
@@ -421,22 +421,6 @@ func readRange(ctx context.Context, cl *harness.Cluster, p int32, from, to int64
 			return out, nil
 		}
 	}
-}
-
-// startAll starts the brokers together: a restarted broker is ready only once a quorum of
-// the controller is up, which may need the others.
-func startAll(ctx context.Context, cl *harness.Cluster, ids []int) error {
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = cl.Start(ctx, id)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 func lastOffset(rs []history.Record) int64 {

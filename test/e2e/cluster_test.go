@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/test/harness"
 )
 
 // Multi-process tests: real cairn processes forming a cluster on loopback.
@@ -44,24 +43,13 @@ func startCluster(t *testing.T, n int, args ...string) []*Broker {
 	return bs
 }
 
-// launchTogether starts the brokers at once (a founder, or a broker of a cluster that was
-// wholly down, is ready only once the others answer) and fails the test if one does not
-// become ready.
+// launchTogether starts the brokers at once (see harness.LaunchAll) and fails the test if
+// one does not become ready.
 func launchTogether(t *testing.T, bs []*Broker) {
 	t.Helper()
-	errs := make([]error, len(bs))
-	var wg sync.WaitGroup
-	for i, b := range bs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.launch()
-		}()
-	}
-	wg.Wait()
-	for i, b := range bs {
-		if errs[i] != nil {
-			t.Fatalf("starting broker %d: %v\nlog tail:\n%s", b.opts.NodeID, errs[i], tailFile(bs[i].logPath, 60))
+	for i, err := range harness.LaunchAll(context.Background(), common(bs)...) {
+		if err != nil {
+			t.Fatalf("starting broker %d: %v\nlog tail:\n%s", bs[i].opts.NodeID, err, harness.TailFile(bs[i].LogPath, 60))
 		}
 	}
 }
@@ -72,12 +60,19 @@ func launchTogether(t *testing.T, bs []*Broker) {
 func waitListed(t *testing.T, bs []*Broker) {
 	t.Helper()
 	for _, b := range bs {
-		adm := b.Admin(t)
-		waitFor(t, 30*time.Second, func() bool {
-			md, err := adm.BrokerMetadata(ctxFor(t, 5*time.Second))
-			return err == nil && len(md.Brokers) == len(bs)
-		})
+		if err := harness.WaitListed(ctxFor(t, 30*time.Second), len(bs), b.Broker); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
+
+// common returns the harness's brokers behind bs.
+func common(bs []*Broker) []*harness.Broker {
+	out := make([]*harness.Broker, len(bs))
+	for i, b := range bs {
+		out[i] = b.Broker
+	}
+	return out
 }
 
 // clusterClient is a franz-go client seeded with every broker of the cluster.
@@ -104,30 +99,13 @@ func createReplicatedTopic(t testing.TB, adm *kadm.Client, name string, partitio
 	}
 }
 
-// partitionStatus reads a broker's admin view of one partition (ok=false: no replica there).
-type partitionStatus struct {
-	Leader      int32   `json:"leader"`
-	LeaderEpoch int32   `json:"leader_epoch"`
-	IsLeader    bool    `json:"is_leader"`
-	Replicas    []int32 `json:"replicas"`
-	ISR         []int32 `json:"isr"`
-	LogStart    int64   `json:"log_start_offset"`
-	LogEnd      int64   `json:"log_end_offset"`
-	Committed   int64   `json:"committed_offset"`
-	LastVisible int64   `json:"last_visible_offset"`
-}
-
-func adminPartition(b *Broker, topic string, p int32) (partitionStatus, bool) {
-	var st partitionStatus
-	resp, err := http.Get(fmt.Sprintf("http://%s/v1/partitions/%s/%d", b.AdminAddr, topic, p))
-	if err != nil {
-		return st, false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, false
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st) == nil
+// adminPartition reads a broker's admin view of one partition (ok=false: no replica
+// there, or no answer within 5 s).
+func adminPartition(b *Broker, topic string, p int32) (PartitionStatus, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := b.PartitionStatus(ctx, topic, p)
+	return st, err == nil
 }
 
 // leaderOf waits until some broker reports leading the partition and returns its index.

@@ -26,6 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/test/harness"
 )
 
 // Group timing used by every member in these tests. 6000 ms is the broker's default
@@ -449,7 +451,7 @@ func startKcatMember(t *testing.T, kcat string, b *Broker, group, topic, name st
 	m := &kcatMember{t: t, name: name, done: make(chan struct{})}
 	m.cmd = exec.Command(kcat, args...)
 	m.cmd.Stderr = &m.stderr
-	dieWithTest(m.cmd)
+	harness.DieWithParent(m.cmd)
 	out, err := m.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,11 @@
 // Kafka clients (franz-go, sarama, kcat, confluent-kafka-python, kafka-python and the cairn
 // CLI) and assert what a user of the broker can observe.
 //
-// This file is the harness: it builds the binary once, starts brokers on free loopback
-// ports with their own data directories, waits for readiness, and stops, kills and
-// restarts them. Every test starts its own broker; brokers are cheap.
+// This file is the suite's side of the harness: it builds the binary once and gives each
+// test brokers (test/harness runs their processes) on free loopback ports with their own
+// data directories, which fail the test where the harness reports an error, plus Kafka
+// clients and admin API reads bound to the test. Every test starts its own broker; brokers
+// are cheap.
 package e2e
 
 import (
@@ -14,28 +16,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cairn-io/cairn/test/harness"
 )
 
-// Time limits of the harness. They bound how long a misbehaving broker can hold a test.
 const (
-	readyTimeout = 30 * time.Second
-	stopTimeout  = 30 * time.Second
 	// pythonHelper is the interpreter that has the Debian Kafka modules; the python3 on
 	// PATH may be a separate install without them.
 	pythonHelper = "/usr/bin/python3"
@@ -63,11 +59,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cairnBin = filepath.Join(dir, "cairn")
-	build := exec.Command("go", "build", "-o", cairnBin, "github.com/cairn-io/cairn/cmd/cairn")
-	out, err := build.CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: building the cairn binary failed: %v\n%s", err, out)
+	if cairnBin, err = harness.Build(context.Background(), dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	return m.Run()
@@ -90,35 +83,12 @@ type BrokerOpts struct {
 }
 
 // Broker is one cairn process (and its successors after Restart) with a fixed data
-// directory and fixed addresses.
+// directory and fixed addresses: the harness's broker, failing the test where the harness
+// returns an error.
 type Broker struct {
-	t         testing.TB
-	opts      BrokerOpts
-	DataDir   string
-	KafkaAddr string
-	AdminAddr string
-	RPCAddr   string
-	logPath   string
-
-	mu     sync.Mutex
-	proc   *process
-	starts int
-	killed bool // the current process was killed on purpose (Kill9)
-}
-
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has been reaped
-	err  error         // cmd.Wait's result, valid after done
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	*harness.Broker
+	t    testing.TB
+	opts BrokerOpts
 }
 
 // startBroker starts a broker on free loopback ports with a fresh data directory, waits
@@ -126,32 +96,21 @@ func (p *process) exited() bool {
 func startBroker(t testing.TB, opts BrokerOpts) *Broker {
 	t.Helper()
 	b := newBroker(t, opts)
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		b.KafkaAddr, b.AdminAddr, b.RPCAddr = freeAddr(t), freeAddr(t), freeAddr(t)
-		if b.opts.Addrs != nil {
-			b.KafkaAddr, b.AdminAddr, b.RPCAddr = b.opts.Addrs[0], b.opts.Addrs[1], b.opts.Addrs[2]
-		}
-		lastErr = b.launch()
-		if lastErr == nil {
-			t.Cleanup(b.cleanupStop)
-			return b
-		}
-		// Another process may have taken a port between our probe and the broker's bind.
-		if !strings.Contains(tailFile(b.logPath, 20), "address already in use") {
-			break
-		}
+	launch := func() error { return b.LaunchOnFreePorts(context.Background(), nil) }
+	if opts.Addrs != nil {
+		launch = func() error { return b.Launch(context.Background()) }
 	}
-	t.Fatalf("starting broker: %v\nlog tail:\n%s", lastErr, tailFile(b.logPath, 60))
-	return nil
+	if err := launch(); err != nil {
+		t.Fatalf("starting broker: %v\nlog tail:\n%s", err, harness.TailFile(b.LogPath, 60))
+	}
+	t.Cleanup(b.cleanupStop)
+	return b
 }
 
-// newBroker prepares a broker (log file, data directory) without starting it.
+// newBroker prepares a broker (log file, data directory, and the addresses of opts.Addrs)
+// without starting it.
 func newBroker(t testing.TB, opts BrokerOpts) *Broker {
 	t.Helper()
-	if opts.LogLevel == "" {
-		opts.LogLevel = "info"
-	}
 	if opts.NodeID == 0 {
 		opts.NodeID = 1 // node ids start at 1: raft reserves 0
 	}
@@ -159,15 +118,21 @@ func newBroker(t testing.TB, opts BrokerOpts) *Broker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{t: t, opts: opts, DataDir: opts.DataDir, logPath: filepath.Join(logDir, "broker.log")}
-	if b.DataDir == "" {
-		b.DataDir = t.TempDir()
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	b := &Broker{t: t, opts: opts, Broker: harness.New(harness.Options{
+		ID: opts.NodeID, OmitNodeID: opts.OmitNodeID, Binary: cairnBin, DataDir: opts.DataDir,
+		LogPath: filepath.Join(logDir, "broker.log"), LogLevel: opts.LogLevel, Args: opts.Args, Env: opts.Env,
+	})}
+	if opts.Addrs != nil {
+		b.KafkaAddr, b.AdminAddr, b.RPCAddr = opts.Addrs[0], opts.Addrs[1], opts.Addrs[2]
 	}
 	// Registered first, so it runs last: after the broker stopped, keep the log (and print
 	// its tail) only when the test failed.
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("broker %d log kept at %s; last lines:\n%s", opts.NodeID, b.logPath, tailFile(b.logPath, 60))
+			t.Logf("broker %d log kept at %s; last lines:\n%s", opts.NodeID, b.LogPath, harness.TailFile(b.LogPath, 60))
 			return
 		}
 		os.RemoveAll(logDir)
@@ -175,145 +140,28 @@ func newBroker(t testing.TB, opts BrokerOpts) *Broker {
 	return b
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago. Ports come from
-// below Linux's ephemeral range (32768 and up): a port the kernel hands out for ":0" is
-// also what the many outgoing connections of a parallel test run get, and one of them
-// could take it before the broker binds it.
+// freeAddr returns a loopback address whose port was free a moment ago (see
+// harness.FreeAddr).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	for range 100 {
-		port := 10000 + rand.IntN(22000)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		return addr
-	}
-	t.Fatal("no free loopback port found")
-	return ""
-}
-
-// launch starts the process and waits for readiness. On failure the process is reaped.
-func (b *Broker) launch() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.starts++
-	b.killed = false
-	logf, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	addr, err := harness.FreeAddr()
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	fmt.Fprintf(logf, "=== e2e: start #%d of node %d (kafka %s, admin %s) at %s ===\n",
-		b.starts, b.opts.NodeID, b.KafkaAddr, b.AdminAddr, time.Now().Format(time.RFC3339Nano))
-	args := []string{"start"}
-	if !b.opts.OmitNodeID {
-		args = append(args, "--node-id", strconv.Itoa(b.opts.NodeID))
-	}
-	args = append(args,
-		"--data-dir", b.DataDir,
-		"--kafka-addr", b.KafkaAddr,
-		"--admin-addr", b.AdminAddr,
-		"--rpc-addr", b.RPCAddr,
-		"--log-level", b.opts.LogLevel,
-	)
-	args = append(args, b.opts.Args...)
-	cmd := exec.Command(cairnBin, args...)
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	cmd.Env = append(os.Environ(), b.opts.Env...)
-	dieWithTest(cmd)
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return err
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	b.proc = p
-	if err := b.waitReady(p); err != nil {
-		if !p.exited() {
-			cmd.Process.Kill()
-			<-p.done
-		}
-		return err
-	}
-	return nil
+	return addr
 }
 
-// waitReady polls the readiness endpoint until it answers 200, the process exits, or the
-// deadline passes.
-func (b *Broker) waitReady(p *process) error {
-	hc := &http.Client{Timeout: time.Second}
-	url := "http://" + b.AdminAddr + "/v1/status/ready"
-	deadline := time.Now().Add(readyTimeout)
-	for time.Now().Before(deadline) {
-		if p.exited() {
-			return fmt.Errorf("broker exited before it was ready: %v", p.err)
-		}
-		resp, err := hc.Get(url)
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("broker not ready within %v", readyTimeout)
-}
-
-// PID returns the running process id.
-func (b *Broker) PID() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.proc.cmd.Process.Pid
-}
-
-// Stop sends SIGTERM, waits for the exit and fails the test unless the exit code is 0.
+// Stop sends SIGTERM, waits for the exit and fails the test unless the exit code is 0. A
+// broker that does not run (after Kill9, say) has nothing to stop.
 func (b *Broker) Stop() {
 	b.t.Helper()
-	if err := b.stop(); err != nil {
-		b.t.Fatalf("stopping broker: %v\nlog tail:\n%s", err, tailFile(b.logPath, 40))
+	if err := b.Broker.Stop(); err != nil {
+		b.t.Fatalf("stopping broker: %v\nlog tail:\n%s", err, harness.TailFile(b.LogPath, 40))
 	}
-}
-
-func (b *Broker) stop() error {
-	b.mu.Lock()
-	p, killed := b.proc, b.killed
-	b.mu.Unlock()
-	if p == nil || p.exited() {
-		if p != nil && p.err != nil && !killed {
-			return fmt.Errorf("broker had already exited: %v", p.err)
-		}
-		return nil
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return err
-	}
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("broker did not exit within %v of SIGTERM (killed)", stopTimeout)
-	}
-	if p.err != nil {
-		return fmt.Errorf("broker exited with %v after SIGTERM, want exit code 0", p.err)
-	}
-	return nil
 }
 
 func (b *Broker) cleanupStop() {
-	if err := b.stop(); err != nil {
+	if err := b.Broker.Stop(); err != nil {
 		b.t.Errorf("stopping broker at the end of the test: %v", err)
 	}
 }
@@ -321,45 +169,20 @@ func (b *Broker) cleanupStop() {
 // Kill9 kills the process with SIGKILL and waits until it is gone.
 func (b *Broker) Kill9() {
 	b.t.Helper()
-	b.mu.Lock()
-	p := b.proc
-	if p.exited() {
-		b.mu.Unlock()
-		b.t.Fatalf("Kill9: broker had already exited: %v", p.err)
+	if err := b.Kill(); err != nil {
+		b.t.Fatalf("Kill9: %v", err)
 	}
-	b.killed = true
-	b.mu.Unlock()
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
 }
 
 // Restart stops the broker if it runs (SIGTERM, expecting exit 0; after Kill9 there is
-// nothing to stop), then starts it again
-// with the same data directory and addresses and waits until it is ready.
+// nothing to stop), then starts it again with the same data directory and addresses and
+// waits until it is ready.
 func (b *Broker) Restart() {
 	b.t.Helper()
 	b.Stop()
-	if err := b.launch(); err != nil {
-		b.t.Fatalf("restarting broker: %v\nlog tail:\n%s", err, tailFile(b.logPath, 60))
+	if err := b.Launch(context.Background()); err != nil {
+		b.t.Fatalf("restarting broker: %v\nlog tail:\n%s", err, harness.TailFile(b.LogPath, 60))
 	}
-}
-
-// LogContains reports whether the broker's log (all starts) contains s.
-func (b *Broker) LogContains(s string) bool {
-	raw, _ := os.ReadFile(b.logPath)
-	return bytes.Contains(raw, []byte(s))
-}
-
-func tailFile(path string, n int) string {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // waitFor polls cond until it holds, failing the test after timeout.
@@ -454,33 +277,14 @@ func listed(t testing.TB, topic, what string, f func(context.Context) (kadm.List
 }
 
 // PartitionStatus is the admin API's view of a partition.
-type PartitionStatus struct {
-	LogStart           int64 `json:"log_start_offset"`
-	LogEnd             int64 `json:"log_end_offset"`
-	Flushed            int64 `json:"flushed_offset"`
-	MajorityReplicated int64 `json:"majority_replicated_offset"`
-	Committed          int64 `json:"committed_offset"`
-	LastVisible        int64 `json:"last_visible_offset"`
-	LeaderEpoch        int32 `json:"leader_epoch"`
-	WriteCaching       *bool `json:"write_caching"`
-}
+type PartitionStatus = harness.PartitionStatus
 
 // Partition fetches /v1/partitions/{topic}/{partition} from the admin API.
 func (b *Broker) Partition(t testing.TB, topic string, partition int32) PartitionStatus {
 	t.Helper()
-	hc := &http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get(fmt.Sprintf("http://%s/v1/partitions/%s/%d", b.AdminAddr, topic, partition))
+	st, err := b.PartitionStatus(ctxFor(t, 5*time.Second), topic, partition)
 	if err != nil {
-		t.Fatalf("admin API: %v", err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("admin API /v1/partitions/%s/%d: HTTP %d: %s", topic, partition, resp.StatusCode, raw)
-	}
-	var st PartitionStatus
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatalf("admin API /v1/partitions/%s/%d: %v in %s", topic, partition, err, raw)
+		t.Fatalf("admin API /v1/partitions/%s/%d: %v", topic, partition, err)
 	}
 	return st
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cairn-io/cairn/test/harness"
 )
 
 // brokerIdentity returns the node id, host:port and rack the broker advertises in Metadata.
@@ -115,7 +117,7 @@ func TestStartRefusals(t *testing.T) {
 			"--kafka-addr", freeAddr(t), "--admin-addr", adminAddr, "--rpc-addr", freeAddr(t))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		dieWithTest(cmd)
+		harness.DieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

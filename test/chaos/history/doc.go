@@ -9,7 +9,7 @@
 // operations.
 //
 // It must not do anything else: no processes, no network, no fault injection and no
-// workload loop. Those belong to test/chaos and test/chaos/harness, which call into this
+// workload loop. Those belong to test/chaos and test/chaos/faults, which call into this
 // package. The checker must stay a pure function of the history, the final read and the
 // Options, so that a kept history can be checked again offline.
 //

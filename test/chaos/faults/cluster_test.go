@@ -1,4 +1,4 @@
-package harness
+package faults
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/test/harness"
 )
 
 type acked struct {
@@ -56,7 +57,7 @@ func TestHarnessFaults(t *testing.T) {
 		if t.Failed() {
 			t.Logf("logs kept in %s", logDir)
 			for id := 1; id <= 3; id++ {
-				t.Logf("broker %d, last lines:\n%s", id, TailFile(fmt.Sprintf("%s/broker-%d.log", logDir, id), 30))
+				t.Logf("broker %d, last lines:\n%s", id, harness.TailFile(fmt.Sprintf("%s/broker-%d.log", logDir, id), 30))
 			}
 			return
 		}

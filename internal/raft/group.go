@@ -1,0 +1,246 @@
+package raft
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/quorum"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// GroupConfig describes a group added to a host.
+type GroupConfig struct {
+	// Storage is the group's log. The host never closes it.
+	Storage *LogStorage
+	// Bootstrap is the initial configuration, used only if the storage holds none.
+	Bootstrap *pb.ConfState
+	// Apply receives committed entries (may be nil).
+	Apply ApplyFunc
+	// OnChange, if set, is called after every round that may have moved the group's
+	// boundaries, role, leader or term (the host holds the group's lock: it must only
+	// signal, e.g. a non-blocking channel send, and never call back into the host).
+	OnChange func()
+	// FlushDelay, if set, lets appends wait before they are made durable (write caching):
+	// the host asks it with the bytes not yet flushed and how long the oldest of them has
+	// waited, and flushes now if it returns <= 0, else asks again after the returned
+	// wait (or sooner, when more is appended). Flushes that carry a new term or vote, or
+	// a vote response, are never delayed. nil: flush as soon as possible.
+	FlushDelay func(unflushedBytes int64, waited time.Duration) time.Duration
+}
+
+// AddGroup starts a replica of group id on this host.
+func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
+	if _, err := h.group(id); err == nil {
+		return ErrGroupExists
+	} else if errors.Is(err, ErrHostClosed) {
+		return err
+	}
+	ls := cfg.Storage
+	_, cs, err := ls.InitialState()
+	if err != nil {
+		return err
+	}
+	if len(cs.GetVoters()) == 0 && cfg.Bootstrap != nil {
+		if err := ls.SetConfState(0, cfg.Bootstrap); err != nil {
+			return err
+		}
+	}
+	rn, err := etcdraft.NewRawNode(&etcdraft.Config{
+		ID:                        h.id,
+		ElectionTick:              h.opts.ElectionTicks,
+		HeartbeatTick:             h.opts.HeartbeatTicks,
+		Storage:                   ls,
+		Applied:                   ls.ConfIndex(),
+		MaxSizePerMsg:             h.opts.MaxSizePerMsg,
+		MaxInflightMsgs:           h.opts.MaxInflightMsgs,
+		MaxInflightBytes:          h.opts.MaxInflightBytes,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		AsyncStorageWrites:        true,
+		DisableProposalForwarding: true,
+		Logger:                    h.opts.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	g := &group{id: id, h: h, ls: ls, apply: cfg.Apply, onChange: cfg.OnChange, flushDelay: cfg.FlushDelay, rn: rn,
+		written: map[uint64]uint64{}, acked: ackMap{}}
+	g.applied = ls.ConfIndex()
+	g.refreshStatus()
+	g.conf = rn.Status().Config.Voters
+	g.notePeers()
+	g.publish()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrHostClosed
+	}
+	if _, ok := h.groups[id]; ok {
+		return ErrGroupExists
+	}
+	g.pos = len(h.list)
+	h.groups[id] = g
+	h.list = append(h.list, g)
+	return nil
+}
+
+// RemoveGroup stops the replica of group id; its waiting proposals fail with
+// ErrGroupRemoved. When it returns the host no longer uses the group's storage (the
+// caller may close it); appends not yet flushed stay unflushed.
+func (h *Host) RemoveGroup(id uint64) error {
+	h.mu.Lock()
+	g, ok := h.groups[id]
+	if !ok {
+		h.mu.Unlock()
+		return ErrUnknownGroup
+	}
+	delete(h.groups, id)
+	last := h.list[len(h.list)-1]
+	h.list[g.pos] = last
+	last.pos = g.pos
+	h.list[len(h.list)-1] = nil
+	h.list = h.list[:len(h.list)-1]
+	h.mu.Unlock()
+	g.removed.Store(true)
+	g.mu.Lock()
+	g.shutdown(ErrGroupRemoved)
+	g.mu.Unlock()
+	g.flushing.Lock() // wait out a flush in progress: then nothing uses the storage
+	g.flushing.Unlock()
+	return nil
+}
+
+func (h *Host) group(id uint64) (*group, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return nil, ErrHostClosed
+	}
+	g, ok := h.groups[id]
+	if !ok {
+		return nil, ErrUnknownGroup
+	}
+	return g, nil
+}
+
+type group struct {
+	id         uint64
+	h          *Host
+	ls         *LogStorage
+	apply      ApplyFunc
+	onChange   func()
+	flushDelay func(int64, time.Duration) time.Duration
+	pos        int // in h.list, guarded by h.mu
+
+	sched  atomic.Int32 // 0 idle, 1 queued or running, 2 running and queued again
+	fsched atomic.Int32 // the same for the flush queue
+	ticks  atomic.Int32 // ticks not yet applied
+	solo   atomic.Bool  // the only voter, and leader: ticks do nothing, so none are given
+
+	// Quiescence (quiesce.go). quiet: led here and quiesced (the ticker skips it and lists
+	// it in its heartbeats). quietSeen: the local tick at which this follower was last
+	// listed by its leader's host (0: not quiet). pub*: the follower's leader, term and
+	// commit for Step's lock-free check of listings.
+	quiet                       atomic.Bool
+	quietSeen                   atomic.Uint64
+	pubLead, pubTerm, pubCommit atomic.Uint64
+	qTerm, qCommit              uint64   // ticker-owned: what quiet lists
+	qPeers                      []uint64 // ticker-owned
+
+	inMu      sync.Mutex
+	inMsgs    []*pb.Message
+	inLocal   []*pb.Message
+	inWritten []fromWritten
+	inProps   []*Proposal
+	inCtl     []func(*etcdraft.RawNode)
+
+	flushes atomic.Uint64
+
+	fMu    sync.Mutex
+	fRecs  []appendRec
+	fSince time.Time // when the oldest record in fRecs was queued
+	fTimer bool      // a delayed flush (FlushDelay) is armed; at most one is
+
+	flushing sync.Mutex  // held by the flusher while it uses the storage
+	removed  atomic.Bool // set by RemoveGroup and Close: the storage is no longer used
+
+	mu       sync.Mutex // held while a worker (or the ticker) uses the RawNode
+	rn       *etcdraft.RawNode
+	gone     error // set when removed or closed
+	state    etcdraft.StateType
+	lead     uint64
+	term     uint64
+	conf     quorum.JointConfig
+	written  map[uint64]uint64 // follower → largest written report this term
+	acked    ackMap
+	majority uint64
+	applied  uint64
+	// replicated is, on a leader, the smallest Match of the live followers (MaxUint64
+	// when there are none): the entry cache keeps what they still lack.
+	replicated uint64
+	waiting    []*Proposal // proposed, not yet appended
+	props      []*Proposal // appended, ascending index
+	needMaj    bool
+	idle       int      // ticks the leader has been idle (quiesce.go)
+	peerIDs    []uint64 // the other members
+}
+
+type appendRec struct {
+	hs        *pb.HardState
+	responses []*pb.Message
+}
+
+func (g *group) shutdown(err error) {
+	if g.gone != nil {
+		return
+	}
+	g.gone = err
+	for _, p := range g.waiting {
+		p.fail(err)
+	}
+	g.waiting = nil
+	for _, p := range g.props {
+		p.fail(err)
+	}
+	g.props = nil
+	g.inMu.Lock()
+	props, ctl := g.inProps, g.inCtl
+	g.inProps, g.inMsgs, g.inLocal, g.inWritten, g.inCtl = nil, nil, nil, nil, nil
+	g.inMu.Unlock()
+	for _, p := range props {
+		p.fail(err)
+	}
+	for _, f := range ctl {
+		f(nil)
+	}
+}
+
+// refreshStatus caches the term, role and leader; a change resets the written reports.
+func (g *group) refreshStatus() {
+	bs := g.rn.BasicStatus()
+	term, state := bs.GetTerm(), bs.RaftState
+	if term != g.term || state != g.state {
+		clear(g.written)
+		g.majority = 0
+		g.needMaj = true
+		if state == etcdraft.StateLeader && g.state != etcdraft.StateLeader {
+			g.conf = g.rn.Status().Config.Voters
+			g.notePeers()
+		}
+	}
+	g.term, g.state, g.lead = term, state, bs.Lead
+	g.updateSolo()
+}
+
+// updateSolo records whether the replica is the group's only voter and its leader. Such a
+// leader has nobody to heartbeat and no election to watch, so the ticker skips it.
+func (g *group) updateSolo() {
+	solo := g.state == etcdraft.StateLeader && len(g.conf[1]) == 0 && len(g.conf[0]) == 1
+	if solo {
+		_, solo = g.conf[0][g.h.id]
+	}
+	g.solo.Store(solo)
+}

@@ -1,0 +1,63 @@
+package raft
+
+import (
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// outbox gathers one round's traffic per peer; written reports are coalesced to the
+// largest per group.
+type outbox struct {
+	h     *Host
+	peers map[uint64]*pendingBatch
+}
+
+type pendingBatch struct {
+	b       *Batch
+	written map[uint64]int // group → position in b.Written
+}
+
+func newOutbox(h *Host) *outbox { return &outbox{h: h, peers: map[uint64]*pendingBatch{}} }
+
+func (o *outbox) peer(to uint64) *pendingBatch {
+	pb := o.peers[to]
+	if pb == nil {
+		pb = &pendingBatch{written: map[uint64]int{}}
+		o.peers[to] = pb
+	}
+	if pb.b == nil {
+		pb.b = &Batch{From: o.h.id}
+	}
+	return pb
+}
+
+func (o *outbox) addMsg(to, group uint64, m *pb.Message) {
+	p := o.peer(to)
+	p.b.Messages = append(p.b.Messages, GroupMessage{Group: group, Msg: m})
+}
+
+func (o *outbox) addWritten(to uint64, r WrittenReport) {
+	p := o.peer(to)
+	if i, ok := p.written[r.Group]; ok {
+		w := &p.b.Written[i]
+		if r.Term > w.Term || (r.Term == w.Term && r.Index > w.Index) {
+			*w = r
+		}
+		return
+	}
+	p.written[r.Group] = len(p.b.Written)
+	p.b.Written = append(p.b.Written, r)
+}
+
+func (o *outbox) flush() {
+	for to, p := range o.peers {
+		if p.b == nil {
+			continue
+		}
+		b := p.b
+		p.b = nil
+		clear(p.written)
+		if o.h.opts.Transport != nil {
+			o.h.opts.Transport.Send(to, b)
+		}
+	}
+}

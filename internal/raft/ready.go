@@ -1,0 +1,313 @@
+package raft
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+
+	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/quorum"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+)
+
+const maxReadyPerRun = 8
+
+// process runs one round of a group: inputs in, Readys out. It reports whether the group
+// still has work.
+func (h *Host) process(g *group, ob *outbox) bool {
+	g.inMu.Lock()
+	msgs, local, written, props, ctl := g.inMsgs, g.inLocal, g.inWritten, g.inProps, g.inCtl
+	g.inMsgs, g.inLocal, g.inWritten, g.inProps, g.inCtl = nil, nil, nil, nil, nil
+	g.inMu.Unlock()
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gone != nil {
+		for _, p := range props {
+			p.fail(g.gone)
+		}
+		for _, f := range ctl {
+			f(nil)
+		}
+		return false
+	}
+	defer g.publish()
+	rn := g.rn
+	wake := len(local) > 0 || len(props) > 0 || len(ctl) > 0
+	for _, m := range msgs {
+		if !wake && g.wakes(m) {
+			wake = true
+		}
+	}
+	if wake {
+		g.wake()
+	}
+	for n := g.ticks.Swap(0); n > 0; n-- {
+		rn.Tick()
+	}
+	for _, m := range local {
+		_ = rn.Step(m)
+	}
+	for _, m := range msgs {
+		_ = rn.Step(m) // errors: a message of a peer not (or no longer) in the group
+	}
+	for _, f := range ctl {
+		f(rn)
+	}
+	g.refreshStatus()
+	for _, r := range written {
+		g.onWritten(r)
+	}
+	for _, p := range props {
+		if g.state != etcdraft.StateLeader || (p.inTerm != 0 && p.inTerm != g.term) {
+			p.fail(ErrNotLeader)
+			continue
+		}
+		if err := rn.Propose(p.data); err != nil {
+			if errors.Is(err, etcdraft.ErrProposalDropped) {
+				err = ErrNotLeader
+			}
+			p.fail(err)
+			continue
+		}
+		g.waiting = append(g.waiting, p)
+	}
+	for i := 0; rn.HasReady(); i++ {
+		if i == maxReadyPerRun {
+			return true
+		}
+		if err := h.handleReady(g, ob); err != nil {
+			h.opts.Logger.Errorf("raft host %d: group %d: %v", h.id, g.id, err)
+			g.shutdown(fmt.Errorf("raft: group %d failed: %w", g.id, err))
+			return false
+		}
+	}
+	if g.needMaj {
+		g.updateMajority()
+	}
+	return false
+}
+
+// onWritten records a follower's written report if it is for this leader's term.
+func (g *group) onWritten(r fromWritten) {
+	if g.state != etcdraft.StateLeader || r.Term != g.term || r.from == g.h.id {
+		return
+	}
+	if r.Index > g.written[r.from] {
+		g.written[r.from] = r.Index
+		g.needMaj = true
+	}
+}
+
+type fromWritten struct {
+	from uint64
+	WrittenReport
+}
+
+func (h *Host) handleReady(g *group, ob *outbox) error {
+	rn := g.rn
+	rd := rn.Ready()
+	g.refreshStatus()
+	var steps []*pb.Message
+	for _, m := range rd.Messages {
+		switch m.GetTo() {
+		case etcdraft.LocalAppendThread:
+			if err := h.handleAppend(g, m, ob); err != nil {
+				return err
+			}
+		case etcdraft.LocalApplyThread:
+			if err := g.handleApply(m); err != nil {
+				return err
+			}
+			steps = append(steps, m.GetResponses()...)
+		default:
+			ob.addMsg(m.GetTo(), g.id, m)
+		}
+	}
+	for _, m := range steps {
+		if m.GetTo() == h.id {
+			_ = rn.Step(m)
+		} else {
+			ob.addMsg(m.GetTo(), g.id, m)
+		}
+	}
+	return nil
+}
+
+func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
+	if snap := m.GetSnapshot(); snap != nil && !etcdraft.IsEmptySnap(snap) {
+		if err := g.ls.ApplySnapshot(snap); err != nil {
+			return err
+		}
+		// The entries at or below the snapshot are committed, but this replica cannot
+		// tell whether they are the proposed ones: fail them (never a false success).
+		g.truncateProps(snap.GetMetadata().GetIndex()+1, nil)
+		g.conf = g.rn.Status().Config.Voters // raft restored the snapshot's configuration
+		g.notePeers()
+		g.updateSolo()
+	}
+	if ents := m.GetEntries(); len(ents) > 0 {
+		g.truncateProps(ents[0].GetIndex(), ents)
+		conv, err := g.ls.appendEntries(ents, true)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if len(e.GetData()) == 0 {
+				continue
+			}
+			// raft clones proposed entries: the leader's new data entries are the
+			// waiting proposals, in order.
+			if len(g.waiting) == 0 || e.GetTerm() != g.term || !bytes.Equal(e.GetData(), g.waiting[0].data) {
+				continue
+			}
+			p := g.waiting[0]
+			g.waiting[0] = nil
+			g.waiting = g.waiting[1:]
+			if len(conv) > 0 && e.GetIndex() >= conv[0].Index && e.GetIndex()-conv[0].Index < uint64(len(conv)) {
+				p.baseOffset.Store(conv[e.GetIndex()-conv[0].Index].BaseOffset)
+			}
+			p.index.Store(e.GetIndex())
+			p.term.Store(e.GetTerm())
+			p.data = nil // raft and the log have it now; waiters keep the handle for long
+			p.reach(StageAppended)
+			g.props = append(g.props, p)
+		}
+		g.needMaj = true
+	}
+	for _, r := range m.GetResponses() {
+		if r.GetType() == pb.MsgAppResp && !r.GetReject() && r.GetTo() != h.id {
+			ob.addWritten(r.GetTo(), WrittenReport{Group: g.id, Term: r.GetTerm(), Index: r.GetIndex()})
+		}
+	}
+	rec := appendRec{responses: m.GetResponses()}
+	if m.Term != nil {
+		rec.hs = &pb.HardState{Term: new(m.GetTerm()), Vote: new(m.GetVote()), Commit: new(m.GetCommit())}
+	}
+	g.fMu.Lock()
+	if len(g.fRecs) == 0 {
+		g.fSince = h.clock.Now()
+	}
+	g.fRecs = append(g.fRecs, rec)
+	g.fMu.Unlock()
+	schedule(&g.fsched, &h.flushQ, g)
+	return nil
+}
+
+// truncateProps fails the appended proposals the log is about to replace: those at or
+// above from whose entry in ents (the entries replacing the log from from on) has another
+// term or is missing.
+func (g *group) truncateProps(from uint64, ents []*pb.Entry) {
+	keep := g.props[:0]
+	for _, p := range g.props {
+		idx := p.Index()
+		if idx >= from {
+			off := idx - from
+			if off >= uint64(len(ents)) || ents[off].GetTerm() != p.Term() {
+				p.fail(ErrTruncated)
+				continue
+			}
+		}
+		keep = append(keep, p)
+	}
+	clear(g.props[len(keep):])
+	g.props = keep
+}
+
+func (g *group) handleApply(m *pb.Message) error {
+	ents := m.GetEntries()
+	if len(ents) == 0 {
+		return nil
+	}
+	for _, e := range ents {
+		var cc pb.ConfChangeI
+		switch e.GetType() {
+		case pb.EntryConfChange:
+			c := &pb.ConfChange{}
+			if err := proto.Unmarshal(e.GetData(), c); err != nil {
+				return err
+			}
+			cc = c
+		case pb.EntryConfChangeV2:
+			c := &pb.ConfChangeV2{}
+			if err := proto.Unmarshal(e.GetData(), c); err != nil {
+				return err
+			}
+			cc = c
+		default:
+			continue
+		}
+		cs := g.rn.ApplyConfChange(cc)
+		if err := g.ls.SetConfState(e.GetIndex(), cs); err != nil {
+			return err
+		}
+		g.conf = g.rn.Status().Config.Voters
+		g.notePeers()
+		g.updateSolo()
+		g.needMaj = true
+	}
+	if g.apply != nil {
+		g.apply(g.id, ents)
+	}
+	first, last := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
+	g.applied = last
+	g.trimCache()
+	n := 0
+	for _, p := range g.props {
+		idx := p.Index()
+		if idx > last {
+			break
+		}
+		if idx >= first && ents[idx-first].GetTerm() == p.Term() {
+			p.reach(StageCommitted)
+		} else {
+			p.fail(ErrTruncated)
+		}
+		n++
+	}
+	g.props = append(g.props[:0], g.props[n:]...)
+	return nil
+}
+
+// trimCache drops the cached entries nothing will read again. raft reads an entry after
+// appending it twice at most: to apply it here once it commits, and, on a leader, to send it
+// to a live follower that lacks it. Both readers are served from memory that way; a
+// single-replica group, which has no followers, used to read every entry back from its
+// segment files to apply it.
+func (g *group) trimCache() {
+	keep := g.applied
+	if g.state == etcdraft.StateLeader {
+		keep = min(keep, g.replicated)
+	}
+	g.ls.cache.trimBelow(keep + 1)
+}
+
+// updateMajority recomputes the majority-replicated index (leader only), trims the entry
+// cache to what live followers still lack, and moves the proposals the boundary covers to
+// StageReplicated.
+func (g *group) updateMajority() {
+	g.needMaj = false
+	if g.state != etcdraft.StateLeader {
+		return
+	}
+	own := g.ls.WrittenIndex()
+	self := g.h.id
+	clear(g.acked)
+	// Entries every live follower acknowledged durably are no longer read for replication.
+	// A follower whose host is not heard from does not hold entries in memory: when it
+	// comes back it is fed from the files.
+	minMatch := uint64(math.MaxUint64)
+	g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+		g.acked[id] = quorum.Index(voterWritten(id, self, own, pr.Match, g.written))
+		if id != self && g.h.PeerLive(id) {
+			minMatch = min(minMatch, pr.Match)
+		}
+	})
+	g.replicated = minMatch
+	g.trimCache()
+	g.majority = majorityReplicated(g.conf, g.acked, g.majority, own, g.term, g.ls)
+	g.signalReplicated(max(g.majority, g.rn.BasicStatus().GetCommit()))
+}

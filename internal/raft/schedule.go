@@ -1,0 +1,217 @@
+package raft
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+)
+
+// workQueue is a FIFO of groups with a closed flag.
+type workQueue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	items  []*group
+	closed bool
+}
+
+func (q *workQueue) init() { q.cond = sync.NewCond(&q.mu) }
+
+func (q *workQueue) push(g *group) {
+	q.mu.Lock()
+	q.items = append(q.items, g)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// pop takes up to n groups, blocking while the queue is empty; nil once closed.
+func (q *workQueue) pop(dst []*group, n int) []*group {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if q.closed {
+		return nil
+	}
+	return q.takeLocked(dst, n)
+}
+
+// take is pop without blocking: it takes up to n groups, none if the queue is empty.
+func (q *workQueue) take(dst []*group, n int) []*group {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.takeLocked(dst, n)
+}
+
+func (q *workQueue) takeLocked(dst []*group, n int) []*group {
+	n = min(n, len(q.items))
+	dst = append(dst, q.items[:n]...)
+	rest := copy(q.items, q.items[n:])
+	clear(q.items[rest:])
+	q.items = q.items[:rest]
+	return dst
+}
+
+func (q *workQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// schedule marks a group as having work in the queue guarded by state; it is pushed
+// unless it already is queued or running (then it runs once more).
+func schedule(state *atomic.Int32, q *workQueue, g *group) {
+	for {
+		switch s := state.Load(); s {
+		case 0:
+			if state.CompareAndSwap(0, 1) {
+				q.push(g)
+				return
+			}
+		case 1:
+			if state.CompareAndSwap(1, 2) {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// finish ends a run; it reports whether the group must run again (and is then still
+// marked queued).
+func finish(state *atomic.Int32) bool {
+	if state.CompareAndSwap(1, 0) {
+		return false
+	}
+	state.Store(1)
+	return true
+}
+
+func (h *Host) enqueue(g *group) { schedule(&g.sched, &h.readyQ, g) }
+
+func (h *Host) worker() {
+	defer h.wg.Done()
+	ob := newOutbox(h)
+	var batch []*group
+	for {
+		batch = h.readyQ.pop(batch[:0], 16)
+		if batch == nil {
+			return
+		}
+		h.processAll(batch, ob)
+	}
+}
+
+// processAll is one worker round: it runs the groups taken off the ready queue, then sends
+// their traffic.
+func (h *Host) processAll(batch []*group, ob *outbox) {
+	for _, g := range batch {
+		if h.process(g, ob) {
+			g.sched.Store(1) // still ours: run it again later
+			h.readyQ.push(g)
+		} else if finish(&g.sched) {
+			h.readyQ.push(g)
+		}
+	}
+	ob.flush()
+}
+
+// ticker ticks every group once per TickInterval. A group the worker is not using is
+// ticked in place and queued only if the tick produced work (a heartbeat, a campaign),
+// so an idle follower costs a lock, an increment and HasReady per tick.
+func (h *Host) ticker() {
+	defer h.wg.Done()
+	t := time.NewTicker(h.opts.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.tickOnce()
+	}
+}
+
+// tickOnce is one ticker round: every group that is not quiet is ticked, quiesced groups
+// are listed, and every peer host is sent its coalesced heartbeat.
+func (h *Host) tickOnce() {
+	lastLens := h.tickLens
+	now := h.tickNo.Load()
+	silent := h.silentPeers(now)
+	var lists map[uint64][]QuiescedGroup
+	listNow := now%listEvery == 0
+	list := func(g *group) {
+		if !listNow {
+			return // listed every listEvery ticks; the heartbeat itself goes every tick
+		}
+		if lists == nil {
+			lists = map[uint64][]QuiescedGroup{}
+		}
+		for _, p := range g.qPeers {
+			l, ok := lists[p]
+			if !ok {
+				// The listing goes to the transport, which owns it; size it as the last
+				// one so it is built without regrowing.
+				l = make([]QuiescedGroup, 0, lastLens[p])
+			}
+			lists[p] = append(l, QuiescedGroup{Group: g.id, Term: g.qTerm, Commit: g.qCommit})
+		}
+	}
+	h.mu.RLock()
+	for _, g := range h.list {
+		if g.solo.Load() {
+			continue
+		}
+		if g.quiet.Load() {
+			live := true
+			for _, p := range g.qPeers {
+				if silent[p] {
+					live = false
+				}
+			}
+			if live {
+				list(g)
+				continue
+			}
+			g.quiet.Store(false) // a member's host went silent: tick again (CheckQuorum)
+		}
+		if s := g.quietSeen.Load(); s != 0 && now-s <= quietSlack {
+			continue // a quiet follower whose leader's host keeps listing the group
+		}
+		if g.mu.TryLock() {
+			work, quiesced := false, false
+			if g.gone == nil {
+				if g.state == etcdraft.StateLeader && !g.quiet.Load() {
+					quiesced = g.tryQuiesce()
+				}
+				if !quiesced {
+					g.rn.Tick()
+					work = g.rn.HasReady()
+				}
+			}
+			g.mu.Unlock()
+			if quiesced {
+				list(g)
+			}
+			if work {
+				h.enqueue(g)
+			}
+		} else {
+			g.ticks.Add(1)
+			h.enqueue(g)
+		}
+	}
+	h.mu.RUnlock()
+	clear(lastLens)
+	for p, l := range lists {
+		lastLens[p] = len(l)
+	}
+	h.sendHeartbeats(lists)
+	h.tickNo.Add(1)
+	h.ticks.Add(1)
+}

@@ -1,0 +1,71 @@
+package raft
+
+import (
+	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/tracker"
+)
+
+// Status describes one replica of a group. Indexes are raft log indexes.
+type Status struct {
+	Group, ID uint64
+	State     etcdraft.StateType
+	Leader    uint64
+	Term      uint64
+	// LogEnd is the last index written locally (maybe unflushed); LogEndOffset its Kafka
+	// log end offset.
+	LogEnd       uint64
+	LogEndOffset int64
+	// Flushed is the last index fsynced locally.
+	Flushed uint64
+	// MajorityReplicated (leader only; 0 elsewhere) is the last index written on a voting
+	// majority, counted for current-term entries only; never below Committed.
+	MajorityReplicated uint64
+	// Committed is raft's commit index (flush-aware, see the host documentation).
+	Committed uint64
+	// Applied is the last index handed to the ApplyFunc.
+	Applied uint64
+	// Voters and VotersOutgoing are the configuration this replica knows (outgoing: the
+	// old half of a joint configuration).
+	Voters, VotersOutgoing []uint64
+	// Flushes counts this replica's log flushes (each one fsync round: group commit).
+	Flushes uint64
+	// Progress (leader only) is each voter's replication state, by Raft id.
+	Progress map[uint64]PeerProgress
+}
+
+// PeerProgress is how far one voter holds the leader's log.
+type PeerProgress struct {
+	// Match is the last index the voter acknowledged durably (for the leader itself: its
+	// flushed index); Written the last it reported written, maybe not yet fsynced.
+	Match, Written uint64
+}
+
+// Status returns the current state of the group's replica.
+func (h *Host) Status(id uint64) (Status, error) {
+	g, err := h.group(id)
+	if err != nil {
+		return Status{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	bs := g.rn.BasicStatus()
+	st := Status{
+		Group: id, ID: h.id, State: bs.RaftState, Leader: bs.Lead, Term: bs.GetTerm(),
+		LogEnd: g.ls.WrittenIndex(), LogEndOffset: g.ls.Log().LogEndOffset(),
+		Flushed: g.ls.FlushedIndex(), Committed: bs.GetCommit(), Applied: g.applied,
+		Flushes: g.flushes.Load(),
+	}
+	if bs.RaftState == etcdraft.StateLeader {
+		st.MajorityReplicated = max(g.majority, st.Committed)
+		st.Progress = make(map[uint64]PeerProgress, len(g.peerIDs)+1)
+		g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+			pp := PeerProgress{Match: pr.Match, Written: max(pr.Match, g.written[id])}
+			if id == h.id {
+				pp = PeerProgress{Match: st.Flushed, Written: st.LogEnd}
+			}
+			st.Progress[id] = pp
+		})
+	}
+	st.Voters, st.VotersOutgoing = g.conf[0].Slice(), g.conf[1].Slice()
+	return st, nil
+}

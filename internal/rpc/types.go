@@ -1,0 +1,72 @@
+package rpc
+
+// The one table of inter-broker message types. Every package that sends or receives on the
+// transport takes its numbers from here and registers its handlers against them (Registry);
+// no package writes a message number of its own. The transport itself gives the numbers no
+// meaning: the owner named in each entry does.
+//
+// A new message type gets a new number, a constant below and an entry in messageTypes. A
+// number is never reused for another meaning: a broker of the previous release still sends
+// the old one during a rolling upgrade.
+const (
+	MsgRaft uint8 = 1 // internal/raftrpc: raft batches of many groups
+
+	MsgJoinRequest     uint8 = 16 // internal/cluster: joiner asks to be added to group 0
+	MsgJoinResponse    uint8 = 17 // internal/cluster: added, or who leads group 0
+	MsgProposeRequest  uint8 = 18 // internal/cluster: propose this controller command
+	MsgProposeResponse uint8 = 19 // internal/cluster: applied at an index, with its result
+	MsgBrokerHeartbeat uint8 = 20 // internal/cluster: this broker is alive
+
+	MsgLeaders         uint8 = 32 // internal/broker: the partition groups this broker leads
+	MsgForwardRequest  uint8 = 33 // internal/broker: a produce for a partition the receiver leads
+	MsgForwardResponse uint8 = 34 // internal/broker: the leader's answer to a forwarded produce
+)
+
+// The block of numbers kept for internal/cluster, its present types and future ones: its
+// Service.Handle claims every number of the block as its own.
+const (
+	ClusterBlockFirst uint8 = 16
+	ClusterBlockLast  uint8 = 31
+)
+
+// MessageType describes one entry of the table.
+type MessageType struct {
+	Type      uint8
+	Name      string // for logs and errors
+	Owner     string // the package that registers its handler and gives the payload meaning
+	Direction string // who sends it to whom
+}
+
+// messageTypes is indexed by number, so a number given to two types is a duplicate index,
+// which the compiler refuses.
+var messageTypes = [256]MessageType{
+	MsgRaft: {Name: "raft batch", Owner: "internal/raftrpc", Direction: "broker → broker"},
+
+	MsgJoinRequest:     {Name: "join request", Owner: "internal/cluster", Direction: "joiner → any broker"},
+	MsgJoinResponse:    {Name: "join response", Owner: "internal/cluster", Direction: "broker → joiner"},
+	MsgProposeRequest:  {Name: "propose request", Owner: "internal/cluster", Direction: "any broker → controller leader"},
+	MsgProposeResponse: {Name: "propose response", Owner: "internal/cluster", Direction: "controller leader → proposer"},
+	MsgBrokerHeartbeat: {Name: "broker heartbeat", Owner: "internal/cluster", Direction: "any broker → controller leader"},
+
+	MsgLeaders:         {Name: "leaders", Owner: "internal/broker", Direction: "broker → every broker"},
+	MsgForwardRequest:  {Name: "forward request", Owner: "internal/broker", Direction: "broker → partition leader"},
+	MsgForwardResponse: {Name: "forward response", Owner: "internal/broker", Direction: "partition leader → broker"},
+}
+
+// LookupType returns the table's entry for a number, and whether the table has one.
+func LookupType(t uint8) (MessageType, bool) {
+	mt := messageTypes[t]
+	mt.Type = t
+	return mt, mt.Name != ""
+}
+
+// MessageTypes lists the table in number order.
+func MessageTypes() []MessageType {
+	var out []MessageType
+	for t := range messageTypes {
+		if mt, ok := LookupType(uint8(t)); ok {
+			out = append(out, mt)
+		}
+	}
+	return out
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# A/B of two cairn binaries on the single-broker strict workload (acks=all, 8 producers ×
+# 1 KiB, 8 partitions): broker CPU-seconds per produced GB, and produce ÷ disk. Each run
+# starts a fresh broker from one binary, the two binaries take turns going first in each
+# round, and every produce run is followed by a `bench disk` run of the same length, so both
+# sides see the same disk states. The load generator is always binary B's `bench produce`.
+# The broker's CPU is read from /proc/PID/stat (utime+stime) around the run; the run has no
+# warm-up, so every byte it counts was produced while the CPU was counted.
+# Usage: scripts/bench_ab.sh OLD_BINARY NEW_BINARY [ROUNDS]    (default 4 rounds)
+# Port 32092-32644 on 127.0.0.1 must be free; data goes under $WORK.
+set -uo pipefail
+A=${1:?usage: $0 OLD_BINARY NEW_BINARY [ROUNDS]}
+B=${2:?usage: $0 OLD_BINARY NEW_BINARY [ROUNDS]}
+ROUNDS=${3:-4}
+WORK=${WORK:-/tmp/cairn-ab}
+OUT=${OUT:-$WORK/out}
+BR=127.0.0.1:32092
+mkdir -p "$OUT"
+tick=$(getconf CLK_TCK)
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null' EXIT
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+waitport() {
+	for _ in $(seq 1 150); do
+		(echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+		sleep 0.2
+	done
+	echo "port $1 did not open" >&2
+	exit 1
+}
+
+one() { # one BINARY LABEL ROUND
+	local d=$WORK/data
+	rm -rf "$d"
+	mkdir -p "$d"
+	"$1" start --node-id 1 --data-dir "$d" --kafka-addr $BR --rpc-addr 127.0.0.1:32093 \
+		--admin-addr 127.0.0.1:32644 >"$OUT/$2-$3.log" 2>&1 &
+	pid=$!
+	waitport 32092
+	"$B" topic create t -p 8 -b $BR >/dev/null
+	local c0 c1
+	c0=$(cpu_ticks "$pid")
+	"$B" bench produce -b $BR -t t --acks all --duration 12s --warmup 0s --json >"$OUT/$2-$3.json" 2>/dev/null
+	c1=$(cpu_ticks "$pid")
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	pid=""
+	"$B" bench disk --dir "$d" --size 8GiB --duration 12s --json >"$OUT/$2-$3-disk.json" 2>/dev/null
+	rm -rf "$d"
+	/usr/bin/python3 - "$OUT/$2-$3.json" "$OUT/$2-$3-disk.json" "$(( c1 - c0 ))" "$tick" "$2" "$3" <<'EOF'
+import json, sys
+run, disk = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+cpu = int(sys.argv[3]) / int(sys.argv[4])
+gb = run["bytes"] / 1e9
+print(f"{sys.argv[5]} round {sys.argv[6]}: {run['mb_per_s']:.1f} MB/s, disk {disk['mb_per_s']:.1f} MB/s, "
+      f"ratio {run['mb_per_s'] / disk['mb_per_s']:.2f}, broker {cpu:.2f} CPU-s for {gb:.2f} GB = "
+      f"{cpu / gb:.2f} CPU-s/GB, errors {run['errors']}")
+EOF
+}
+
+for r in $(seq 1 "$ROUNDS"); do
+	if [ $((r % 2)) = 1 ]; then one "$A" old "$r"; one "$B" new "$r"; else one "$B" new "$r"; one "$A" old "$r"; fi
+done | tee "$OUT/summary.txt"
