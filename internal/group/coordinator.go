@@ -9,7 +9,10 @@
 // It must not parse Kafka wire frames (internal/kafka translates requests into calls here)
 // nor touch storage directly: it writes with partition.Produce at acks=-1 and reads with
 // partition.Fetch. It sits beside internal/partition and never imports internal/broker or
-// internal/kafka; the broker hands it a Host to find partitions and topics.
+// internal/kafka; the broker hands it a Host to find partitions and topics. internal/kafka
+// imports it, for the request and result types of the group APIs it translates and for
+// OffsetsTopic, and calls the Coordinator that Broker.Groups returns: those types are the
+// contract between the two, and a change to them is a change to kafka's group APIs.
 package group
 
 import (

@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/partition"
-	"github.com/cairn-io/cairn/internal/storage"
 )
 
 // fetchMaxBytesCap bounds a Fetch response whatever the client asks for (Kafka's
@@ -31,10 +30,10 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 			maxBytes = fetchMaxBytesCap
 		}
 		wake := make(chan struct{}, 1)
-		var watched []*partition.Partition
+		var unwatch []func()
 		defer func() {
-			for _, p := range watched {
-				p.Unwatch(wake)
+			for _, u := range unwatch {
+				u()
 			}
 		}()
 		deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
@@ -53,7 +52,7 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 			if first {
 				// Register after the first read and then read again, so that data arriving
 				// between the read and the registration is not missed.
-				watched = s.watchFetched(req, wake)
+				unwatch = s.watchFetched(req, wake)
 				continue
 			}
 			t := time.NewTimer(time.Until(deadline))
@@ -69,28 +68,29 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 	}
 }
 
-func (s *Server) watchFetched(req *kmsg.FetchRequest, wake chan struct{}) []*partition.Partition {
-	var out []*partition.Partition
+// watchFetched has wake signalled whenever a partition the request reads moves, and
+// returns the functions that stop it.
+func (s *Server) watchFetched(req *kmsg.FetchRequest, wake chan struct{}) []func() {
+	var out []func()
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			if p, err := s.b.Partition(rt.Topic, rp.Partition); err == nil {
-				p.Watch(wake)
-				out = append(out, p)
+			if unwatch := s.b.WatchPartition(rt.Topic, rp.Partition, wake); unwatch != nil {
+				out = append(out, unwatch)
 			}
 		}
 	}
 	return out
 }
 
-// fetchOnce reads every requested partition once. The records stay in their segment files
-// where the log allows it (see partition.FetchFiles). stop reports an error that should be
-// answered at once rather than waited out.
+// fetchOnce reads every requested partition once, through Broker.Fetch. The records stay
+// in their segment files where the log allows it (see partition.Partition.FetchFiles).
+// stop reports an error that should be answered at once rather than waited out.
 func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*fetchResponse, int, bool) {
 	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	total := 0
 	stop := false
 	for _, rt := range req.Topics {
-		var files []storage.BatchSlices
+		var files []partition.FileRecords
 		t := kmsg.NewFetchResponseTopic()
 		t.Topic = rt.Topic
 		t.TopicID = rt.TopicID
@@ -100,38 +100,23 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*fetchRespon
 			// librdkafka rejects a null record set, so an empty answer is zero bytes.
 			out.RecordBatches = []byte{}
 			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
-			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
-			if kerrv != nil {
-				out.ErrorCode = kerrv.Code
-				stop = true
-				t.Partitions = append(t.Partitions, out)
-				files = append(files, storage.BatchSlices{})
-				continue
-			}
-			if req.Version >= 12 && rp.LastFetchedEpoch >= 0 && p.CheckEpoch(rp.CurrentLeaderEpoch) == nil {
-				epoch, end := p.EpochEndOffset(rp.LastFetchedEpoch)
-				if epoch != rp.LastFetchedEpoch || end < rp.FetchOffset {
-					b := p.Boundaries()
-					out.HighWatermark, out.LastStableOffset, out.LogStartOffset = b.LastVisible, b.LastVisible, b.LogStart
-					out.DivergingEpoch.Epoch, out.DivergingEpoch.EndOffset = epoch, end
-					stop = true
-					t.Partitions = append(t.Partitions, out)
-					files = append(files, storage.BatchSlices{})
-					continue
-				}
+			freq := partition.FetchRequest{Offset: rp.FetchOffset, CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: -1}
+			if req.Version >= 12 {
+				freq.LastFetchedEpoch = rp.LastFetchedEpoch
 			}
 			limit := min(rp.PartitionMaxBytes, maxBytes-int32(total))
-			var res partition.FetchResult
-			if limit <= 0 && total > 0 {
-				b := p.Boundaries()
-				res = partition.FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
-			} else {
-				res = p.FetchFiles(rp.FetchOffset, max(limit, 1), rp.CurrentLeaderEpoch)
-				// Only the first batch of the response may exceed the limits (KIP-74).
-				if total > 0 && res.Size() > int64(limit) {
-					res.Release()
-					res.Records, res.Files = nil, storage.BatchSlices{}
-				}
+			if limit > 0 || total == 0 {
+				freq.MaxBytes = max(limit, 1)
+			}
+			res := s.b.Fetch(rt.Topic, rp.Partition, freq)
+			// Only the first batch of the response may exceed the limits (KIP-74).
+			if total > 0 && res.Size() > int64(limit) {
+				res.Release()
+				res.Records, res.Files = nil, partition.FileRecords{}
+			}
+			if res.Diverging != nil {
+				out.DivergingEpoch.Epoch, out.DivergingEpoch.EndOffset = res.Diverging.Epoch, res.Diverging.EndOffset
+				stop = true
 			}
 			out.ErrorCode = errCode(res.Err)
 			if res.Err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/cairn-io/cairn/internal/storage"
+	"github.com/cairn-io/cairn/internal/partition"
 )
 
 // fetchResponse is a Fetch response whose record sets may still be in segment files: the
@@ -20,7 +20,7 @@ type fetchResponse struct {
 	*kmsg.FetchResponse
 	// files[t][p] holds the records of Topics[t].Partitions[p] when they are file ranges;
 	// it is empty where RecordBatches holds the bytes.
-	files [][]storage.BatchSlices
+	files [][]partition.FileRecords
 }
 
 // streamedResponse is a response that encodes to bytes with file ranges cut in.
@@ -35,7 +35,7 @@ type streamedResponse interface {
 // fileCut is a file range to send after the first at bytes of the encoded response.
 type fileCut struct {
 	at int
-	storage.FileSlice
+	partition.FileRange
 }
 
 func (r *fetchResponse) release() {
@@ -106,15 +106,15 @@ func (r *fetchResponse) appendParts(dst []byte, cuts []fileCut) ([]byte, []fileC
 			if v >= 11 {
 				dst = binary.BigEndian.AppendUint32(dst, uint32(p.PreferredReadReplica))
 			}
-			var files *storage.BatchSlices
-			if ti < len(r.files) && pi < len(r.files[ti]) && len(r.files[ti][pi].Slices) > 0 {
+			var files *partition.FileRecords
+			if ti < len(r.files) && pi < len(r.files[ti]) && r.files[ti][pi].Len() > 0 {
 				files = &r.files[ti][pi]
 			}
 			switch {
 			case files != nil:
-				dst = e.bytesLen(dst, int(files.Bytes))
-				for _, s := range files.Slices {
-					cuts = append(cuts, fileCut{at: len(dst), FileSlice: s})
+				dst = e.bytesLen(dst, int(files.Bytes()))
+				for i := range files.Len() {
+					cuts = append(cuts, fileCut{at: len(dst), FileRange: files.Range(i)})
 				}
 			case p.RecordBatches == nil:
 				dst = e.nullLen(dst)
@@ -222,7 +222,7 @@ func writeParts(w *bufio.Writer, c net.Conn, buf []byte, cuts []fileCut) error {
 			return err
 		}
 		prev = cut.at
-		if err := writeFileSlice(w, c, cut.FileSlice); err != nil {
+		if err := writeFileRange(w, c, cut.FileRange); err != nil {
 			return err
 		}
 	}
@@ -230,10 +230,10 @@ func writeParts(w *bufio.Writer, c net.Conn, buf []byte, cuts []fileCut) error {
 	return err
 }
 
-// copyFileSlice reads a file range into w's buffer and writes it: for connections that
+// copyFileRange reads a file range into w's buffer and writes it: for connections that
 // offer no descriptor, and for ranges too small to be worth a sendfile of their own. It
 // allocates nothing.
-func copyFileSlice(w *bufio.Writer, s storage.FileSlice) error {
+func copyFileRange(w *bufio.Writer, s partition.FileRange) error {
 	off, left := s.Pos, s.Len
 	for left > 0 {
 		if w.Available() == 0 {

@@ -10,19 +10,19 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cairn-io/cairn/internal/storage"
+	"github.com/cairn-io/cairn/internal/partition"
 )
 
-// writeFileSlice sends a file range with sendfile(2) on the connection's descriptor,
+// writeFileRange sends a file range with sendfile(2) on the connection's descriptor,
 // after flushing what w holds before it.
-func writeFileSlice(w *bufio.Writer, c net.Conn, s storage.FileSlice) error {
+func writeFileRange(w *bufio.Writer, c net.Conn, s partition.FileRange) error {
 	sc, ok := c.(syscall.Conn)
 	if !ok || s.Len < sendfileMinBytes {
-		return copyFileSlice(w, s)
+		return copyFileRange(w, s)
 	}
 	dst, err := sc.SyscallConn()
 	if err != nil {
-		return copyFileSlice(w, s)
+		return copyFileRange(w, s)
 	}
 	if err := w.Flush(); err != nil {
 		return err

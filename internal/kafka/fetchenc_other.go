@@ -6,11 +6,11 @@ import (
 	"bufio"
 	"net"
 
-	"github.com/cairn-io/cairn/internal/storage"
+	"github.com/cairn-io/cairn/internal/partition"
 )
 
-// writeFileSlice copies the range through w: sendfile is used on Linux only (and the
+// writeFileRange copies the range through w: sendfile is used on Linux only (and the
 // storage layer only hands out file ranges there).
-func writeFileSlice(w *bufio.Writer, _ net.Conn, s storage.FileSlice) error {
-	return copyFileSlice(w, s)
+func writeFileRange(w *bufio.Writer, _ net.Conn, s partition.FileRange) error {
+	return copyFileRange(w, s)
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"pgregory.net/rapid"
 
-	"github.com/cairn-io/cairn/internal/storage"
+	"github.com/cairn-io/cairn/internal/partition"
 )
 
 // A file whose ranges stand in for stored batches.
@@ -58,7 +58,7 @@ func TestFetchEncoderMatchesKmsg(t *testing.T) {
 			t.Topic = strings.Repeat("t", rapid.SampledFrom([]int{0, 1, 126, 127, 128, 300}).Draw(rt, "topicLen"))
 			ot := kmsg.NewFetchResponseTopic()
 			ot.Topic = t.Topic
-			var files []storage.BatchSlices
+			var files []partition.FileRecords
 			for range rapid.IntRange(0, 4).Draw(rt, "partitions") {
 				p := kmsg.NewFetchResponseTopicPartition()
 				p.Partition = rapid.Int32().Draw(rt, "partition")
@@ -89,7 +89,7 @@ func TestFetchEncoderMatchesKmsg(t *testing.T) {
 						p.AbortedTransactions = append(p.AbortedTransactions, a)
 					}
 				}
-				var bs storage.BatchSlices
+				var ranges []partition.FileRange
 				op := p
 				switch rapid.IntRange(0, 3).Draw(rt, "records") {
 				case 0:
@@ -106,14 +106,13 @@ func TestFetchEncoderMatchesKmsg(t *testing.T) {
 					for range rapid.IntRange(1, 3).Draw(rt, "slices") {
 						pos := rapid.Int64Range(0, int64(len(data))-1).Draw(rt, "pos")
 						n := rapid.Int64Range(1, int64(len(data))-pos).Draw(rt, "len")
-						bs.Slices = append(bs.Slices, storage.FileSlice{File: f, Pos: pos, Len: n})
-						bs.Bytes += n
+						ranges = append(ranges, partition.FileRange{File: f, Pos: pos, Len: n})
 						p.RecordBatches = append(p.RecordBatches, data[pos:pos+n]...)
 					}
 				}
 				t.Partitions = append(t.Partitions, p)
 				ot.Partitions = append(ot.Partitions, op)
-				files = append(files, bs)
+				files = append(files, partition.FileRecordsOf(ranges))
 			}
 			want.Topics = append(want.Topics, t)
 			ours.Topics = append(ours.Topics, ot)
@@ -139,9 +138,9 @@ func TestWritePartsSendsFileRanges(t *testing.T) {
 	f, data := sliceFile(t, 1<<20)
 	buf := []byte("head-middle-tail")
 	cuts := []fileCut{
-		{at: 4, FileSlice: storage.FileSlice{File: f, Pos: 10, Len: 100}},
-		{at: 4, FileSlice: storage.FileSlice{File: f, Pos: 5000, Len: 300 << 10}},
-		{at: 12, FileSlice: storage.FileSlice{File: f, Pos: 0, Len: 1 << 20}},
+		{at: 4, FileRange: partition.FileRange{File: f, Pos: 10, Len: 100}},
+		{at: 4, FileRange: partition.FileRange{File: f, Pos: 5000, Len: 300 << 10}},
+		{at: 12, FileRange: partition.FileRange{File: f, Pos: 0, Len: 1 << 20}},
 	}
 	want := append([]byte(nil), "head"...)
 	want = append(want, data[10:110]...)
@@ -189,7 +188,7 @@ func TestWritePartsSendsFileRanges(t *testing.T) {
 // sent: writeParts reports errFileShrunk, on both paths.
 func TestWritePartsShrunkFile(t *testing.T) {
 	f, _ := sliceFile(t, 64<<10)
-	cuts := []fileCut{{at: 0, FileSlice: storage.FileSlice{File: f, Pos: 32 << 10, Len: 64 << 10}}}
+	cuts := []fileCut{{at: 0, FileRange: partition.FileRange{File: f, Pos: 32 << 10, Len: 64 << 10}}}
 	for _, minBytes := range []int64{0, 1 << 30} {
 		defer func(v int64) { sendfileMinBytes = v }(sendfileMinBytes)
 		sendfileMinBytes = minBytes

@@ -3,6 +3,19 @@
 // calls on the broker and its partitions (one file per API family). It must not hold
 // partition state or decide durability: it asks internal/broker and internal/partition and
 // reports what they answer.
+//
+// It reaches partitions through the broker, by topic and partition. Produce and Fetch,
+// the data path, go through Broker.Produce and Broker.Fetch (with Broker.WatchPartition
+// for Fetch's long poll), which route to the local replica (a produce to a follower is
+// forwarded to the leader); the offset APIs (ListOffsets, OffsetForLeaderEpoch,
+// DeleteRecords) answer on the replica Broker.Partition finds here. Requests and results
+// are internal/partition's types; it never names a storage type: fetched records that
+// stay in the segment files travel as partition.FileRecords, which the response writer
+// sends with sendfile.
+//
+// It imports internal/group, beside partition below the broker, for the group APIs'
+// request and result types and the name of the offsets topic (which Produce refuses to
+// write). The coordinator it calls is the one Broker.Groups hands out.
 package kafka
 
 import (

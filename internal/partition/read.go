@@ -2,13 +2,11 @@ package partition
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/recordbatch"
-	"github.com/cairn-io/cairn/internal/storage"
 )
 
 // CheckEpoch answers NOT_LEADER_OR_FOLLOWER on a replica that does not lead, and fences a
@@ -34,72 +32,6 @@ func leaderCheck(b Boundaries, currentLeaderEpoch int32) *kerr.Error {
 		return kerr.NotLeaderForPartition
 	}
 	return checkEpoch(b.LeaderEpoch, currentLeaderEpoch)
-}
-
-// FetchResult is one partition's part of a Fetch response. The records are either bytes
-// (Records) or, from FetchFiles, ranges of segment files (Files), which the caller must
-// Release.
-type FetchResult struct {
-	Records       []byte
-	Files         storage.BatchSlices
-	HighWatermark int64
-	LogStart      int64
-	Err           *kerr.Error
-}
-
-// Size is the number of record bytes in the result.
-func (r *FetchResult) Size() int64 { return int64(len(r.Records)) + r.Files.Bytes }
-
-// Release frees the file ranges of a FetchFiles result.
-func (r *FetchResult) Release() { r.Files.Release() }
-
-// Fetch reads whole batches starting with the one that holds offset, never past last visible.
-func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
-	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
-		res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
-		return err
-	})
-}
-
-// FetchFiles is Fetch answered with file ranges of the stored batches (see
-// storage.ReadBatchSlices), so they can be sent with sendfile; where the log's files are
-// not OS files, or some batch wanted has not been checked by this process yet (after a
-// restart, in a closed segment Open did not rescan), it answers with bytes as Fetch does,
-// and that read checks their entry CRCs so the next fetch of them gets file ranges.
-func (p *Partition) FetchFiles(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
-	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
-		res.Files, err = p.log.ReadBatchSlices(offset, int(maxBytes), upTo)
-		if errors.Is(err, storage.ErrNoFileSlices) {
-			res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
-		}
-		return err
-	})
-}
-
-// fetch runs the checks every fetch answers before reading, then read, up to last visible.
-func (p *Partition) fetch(offset int64, currentLeaderEpoch int32, read func(res *FetchResult, upTo int64) error) FetchResult {
-	b := p.Boundaries()
-	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
-	if err := leaderCheck(b, currentLeaderEpoch); err != nil {
-		res.Err = err
-		return res
-	}
-	if offset < b.LogStart || offset > b.LogEnd {
-		res.Err = kerr.OffsetOutOfRange
-		return res
-	}
-	if offset >= b.LastVisible {
-		return res
-	}
-	err := read(&res, b.LastVisible)
-	switch {
-	case errors.Is(err, storage.ErrOffsetOutOfRange):
-		res.Err = kerr.OffsetOutOfRange
-	case err != nil:
-		p.lg.Error("read failed", "offset", offset, "err", err)
-		res.Err = kerr.KafkaStorageError
-	}
-	return res
 }
 
 // Special ListOffsets timestamps.

@@ -35,7 +35,8 @@ func (r rootedFS) SyncDir(name string) error             { return r.FS.SyncDir(r
 func readFiles(t *testing.T, r FetchResult) []byte {
 	t.Helper()
 	out := append([]byte(nil), r.Records...)
-	for _, s := range r.Files.Slices {
+	for i := range r.Files.Len() {
+		s := r.Files.Range(i)
 		b := make([]byte, s.Len)
 		if _, err := s.File.ReadAt(b, s.Pos); err != nil {
 			t.Fatal(err)
@@ -76,7 +77,7 @@ func TestFetchFilesAnswersAsFetch(t *testing.T) {
 						if fs.files && len(got.Records) != 0 {
 							t.Fatalf("FetchFiles on OS files answered with bytes")
 						}
-						if !fs.files && len(got.Files.Slices) != 0 {
+						if !fs.files && got.Files.Len() != 0 {
 							t.Fatalf("FetchFiles on MemFS answered with file ranges")
 						}
 						served += got.Size()

@@ -8,11 +8,13 @@ import (
 )
 
 // DiskSyncBandwidth measures what the disk under dir sustains for sequential appends that
-// are each made durable before the next: it writes total bytes in writes of writeSize,
-// each followed by File.Sync (fdatasync on Linux), through the same FS code the log uses.
-// It returns the throughput in bytes per second and the latency of every sync. The test
-// file is removed afterwards. `cairn bench disk` and the storage benchmarks use it as the
-// baseline the log's append+flush path is compared against.
+// are each made durable before the next: it makes ceil(total/writeSize) writes of
+// writeSize bytes (so at least total bytes), each followed by File.Sync (fdatasync on
+// Linux), through the same FS code the log uses. It returns the throughput in bytes per
+// second and the latency of every sync. The test file is removed afterwards.
+// BenchmarkDiskBaseline uses it as the baseline the log's append+flush path is compared
+// against. `cairn bench disk` does not: it measures the same thing with its own loop,
+// bounded by --duration as well as --size.
 func DiskSyncBandwidth(dir string, writeSize int, total int64) (bytesPerSec float64, syncLatencies []time.Duration, err error) {
 	if writeSize <= 0 || total <= 0 {
 		return 0, nil, fmt.Errorf("storage: DiskSyncBandwidth: writeSize %d and total %d must be positive", writeSize, total)

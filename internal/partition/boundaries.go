@@ -1,0 +1,138 @@
+package partition
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
+
+	"github.com/cairn-io/cairn/internal/config"
+)
+
+// The boundaries of DESIGN.md §1, as this replica sees them: refresh recomputes them from
+// the Raft group and the log, and every change wakes whoever waits on one (waiters.go)
+// or watches them (Fetch's long poll).
+
+// Boundaries are the partition's offsets, each exclusive (the next offset past the
+// boundary), with the replica's view of its group.
+type Boundaries struct {
+	LogStart           int64
+	LogEnd             int64
+	Flushed            int64
+	MajorityReplicated int64
+	Committed          int64
+	LastVisible        int64
+	// LeaderEpoch is the Raft term.
+	LeaderEpoch int32
+	// Leader is the Raft id of the leader this replica knows (0: none); IsLeader whether
+	// it is this replica.
+	Leader   uint64
+	IsLeader bool
+}
+
+// refresh recomputes the boundaries from the Raft group and the log, and wakes everyone
+// waiting on a boundary if any moved.
+func (p *Partition) refresh() {
+	// One at a time: a snapshot of the group read earlier must not overwrite a newer one.
+	p.refreshMu.Lock()
+	defer p.refreshMu.Unlock()
+	st, err := p.host.Status(p.group)
+	if err != nil {
+		return // removed: Close is under way
+	}
+	committed := p.endOffset(st.Committed)
+	b := Boundaries{
+		LogStart:           p.log.LogStartOffset(),
+		LogEnd:             p.log.LogEndOffset(),
+		Flushed:            p.log.FlushedOffset(),
+		Committed:          committed,
+		MajorityReplicated: committed,
+		LeaderEpoch:        int32(min(st.Term, math.MaxInt32)),
+		Leader:             st.Leader,
+		IsLeader:           st.State == etcdraft.StateLeader,
+	}
+	if b.IsLeader {
+		b.MajorityReplicated = max(committed, p.endOffset(st.MajorityReplicated))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.onRole != nil && (p.bounds.IsLeader != b.IsLeader || p.bounds.Leader != b.Leader || p.bounds.LeaderEpoch != b.LeaderEpoch) {
+		defer p.onRole()
+	}
+	p.releaseCommittedLocked(st.Committed, b.IsLeader && p.bounds.IsLeader && p.bounds.LeaderEpoch == b.LeaderEpoch)
+	// Both halves of a joint configuration, each voter once.
+	p.voters = append(p.voters[:0], st.Voters...)
+	for _, v := range st.VotersOutgoing {
+		if !slices.Contains(p.voters, v) {
+			p.voters = append(p.voters, v)
+		}
+	}
+	p.applied = st.Applied
+	p.progress = st.Progress
+	p.noteCaughtUpLocked(b, st.LogEnd, time.Now())
+	p.advanceLocked(func(cur *Boundaries) {
+		// A boundary read from the log a moment earlier may lag what the caller of
+		// refresh already saw; offsets of one term never go back.
+		if cur.LeaderEpoch == b.LeaderEpoch && cur.IsLeader == b.IsLeader {
+			b.Committed = max(b.Committed, cur.Committed)
+			b.MajorityReplicated = max(b.MajorityReplicated, cur.MajorityReplicated)
+		}
+		*cur = b
+	})
+}
+
+// endOffset maps a Raft index to the Kafka offset just past its entry.
+func (p *Partition) endOffset(index uint64) int64 {
+	off, err := p.log.EndOffsetAt(index)
+	if err != nil {
+		return p.log.LogStartOffset()
+	}
+	return off
+}
+
+// Boundaries returns a snapshot of the partition's offsets.
+func (p *Partition) Boundaries() Boundaries {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bounds
+}
+
+// visibleLocked is what Fetch may return: committed, or majority replicated where the topic
+// has write caching on.
+func (p *Partition) visibleLocked(cfg *config.TopicConfig) int64 {
+	if cfg.WriteCaching {
+		return p.bounds.MajorityReplicated
+	}
+	return p.bounds.Committed
+}
+
+// advanceLocked applies fn to the boundaries, recomputes last visible and wakes everyone
+// waiting on a boundary.
+func (p *Partition) advanceLocked(fn func(b *Boundaries)) {
+	fn(&p.bounds)
+	p.bounds.LastVisible = p.visibleLocked(p.cfg.Load())
+	close(p.changed)
+	p.changed = make(chan struct{})
+	for w := range p.watchers {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Watch registers ch to receive a non-blocking signal whenever a boundary moves; Fetch
+// long-polls on it across the partitions it reads.
+func (p *Partition) Watch(ch chan struct{}) {
+	p.mu.Lock()
+	p.watchers[ch] = struct{}{}
+	p.mu.Unlock()
+}
+
+// Unwatch removes a channel registered with Watch.
+func (p *Partition) Unwatch(ch chan struct{}) {
+	p.mu.Lock()
+	delete(p.watchers, ch)
+	p.mu.Unlock()
+}

@@ -1,0 +1,162 @@
+package partition
+
+import (
+	"errors"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+// Fetch: what a consumer may read of the partition (never past last visible), as bytes
+// or as ranges of the segment files for sendfile. The ranges travel as FileRecords, so
+// the Kafka layer sends them without naming storage's types.
+
+// FetchRequest is one partition of a consumer's Fetch request.
+type FetchRequest struct {
+	Offset int64
+	// MaxBytes bounds the records returned, except that the first batch is returned
+	// whole (KIP-74); 0 means the response is full: only the boundaries are reported.
+	MaxBytes int32
+	// CurrentLeaderEpoch fences a client's view of the leader (KIP-320); -1 skips it.
+	CurrentLeaderEpoch int32
+	// LastFetchedEpoch is the epoch of the last batch the consumer read (KIP-595,
+	// Fetch v12 and later), to detect a log that diverged from it; -1 skips the check.
+	LastFetchedEpoch int32
+}
+
+// FetchResult is one partition's part of a Fetch response. The records are either bytes
+// (Records) or, from FetchFiles, ranges of segment files (Files), which the caller must
+// Release.
+type FetchResult struct {
+	Records       []byte
+	Files         FileRecords
+	HighWatermark int64
+	LogStart      int64
+	Err           *kerr.Error
+	// Diverging is set when the consumer's last fetched epoch does not end where it
+	// thinks: the largest epoch at or below it and that epoch's end offset, where the
+	// consumer must truncate to. No records are returned then.
+	Diverging *EpochEnd
+}
+
+// EpochEnd is a leader epoch and the offset where it ended.
+type EpochEnd struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+// Size is the number of record bytes in the result.
+func (r *FetchResult) Size() int64 { return int64(len(r.Records)) + r.Files.Bytes() }
+
+// Release frees the file ranges of a FetchFiles result.
+func (r *FetchResult) Release() { r.Files.Release() }
+
+// FileRange is Len bytes of File from position Pos: one stored batch.
+type FileRange struct {
+	File *os.File
+	Pos  int64
+	Len  int64
+}
+
+// FileRecords are records left in the segment files, as ranges to send with sendfile.
+// The files are private duplicates of the segments' descriptors, so the ranges stay
+// readable after retention or compaction replaced the segments; Release closes them.
+// The zero value holds no records.
+type FileRecords struct {
+	slices storage.BatchSlices
+}
+
+// FileRecordsOf holds ranges of files the caller owns: Release does not close them.
+func FileRecordsOf(ranges []FileRange) FileRecords {
+	var r FileRecords
+	for _, fr := range ranges {
+		r.slices.Slices = append(r.slices.Slices, storage.FileSlice{File: fr.File, Pos: fr.Pos, Len: fr.Len})
+		r.slices.Bytes += fr.Len
+	}
+	return r
+}
+
+// Len is the number of ranges.
+func (r *FileRecords) Len() int { return len(r.slices.Slices) }
+
+// Range returns range i, 0 <= i < Len.
+func (r *FileRecords) Range(i int) FileRange {
+	s := r.slices.Slices[i]
+	return FileRange{File: s.File, Pos: s.Pos, Len: s.Len}
+}
+
+// Bytes is the sum of the ranges' lengths.
+func (r *FileRecords) Bytes() int64 { return r.slices.Bytes }
+
+// Release closes the duplicated descriptors; the ranges are unusable afterwards. It is
+// safe on the zero value and to call twice.
+func (r *FileRecords) Release() { r.slices.Release() }
+
+// ServeFetch answers one partition of a consumer's Fetch: a diverging log first (the
+// consumer must truncate before it reads on), then only the boundaries when the response
+// is already full, else the records as FetchFiles reads them.
+func (p *Partition) ServeFetch(req FetchRequest) FetchResult {
+	if req.LastFetchedEpoch >= 0 && p.CheckEpoch(req.CurrentLeaderEpoch) == nil {
+		epoch, end := p.EpochEndOffset(req.LastFetchedEpoch)
+		if epoch != req.LastFetchedEpoch || end < req.Offset {
+			b := p.Boundaries()
+			return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart, Diverging: &EpochEnd{Epoch: epoch, EndOffset: end}}
+		}
+	}
+	if req.MaxBytes <= 0 {
+		b := p.Boundaries()
+		return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
+	}
+	return p.FetchFiles(req.Offset, req.MaxBytes, req.CurrentLeaderEpoch)
+}
+
+// Fetch reads whole batches starting with the one that holds offset, never past last visible.
+func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
+	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
+		res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
+		return err
+	})
+}
+
+// FetchFiles is Fetch answered with file ranges of the stored batches (see
+// storage.ReadBatchSlices), so they can be sent with sendfile; where the log's files are
+// not OS files, or some batch wanted has not been checked by this process yet (after a
+// restart, in a closed segment Open did not rescan), it answers with bytes as Fetch does,
+// and that read checks their entry CRCs so the next fetch of them gets file ranges.
+func (p *Partition) FetchFiles(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
+	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
+		res.Files.slices, err = p.log.ReadBatchSlices(offset, int(maxBytes), upTo)
+		if errors.Is(err, storage.ErrNoFileSlices) {
+			res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
+		}
+		return err
+	})
+}
+
+// fetch runs the checks every fetch answers before reading, then read, up to last visible.
+func (p *Partition) fetch(offset int64, currentLeaderEpoch int32, read func(res *FetchResult, upTo int64) error) FetchResult {
+	b := p.Boundaries()
+	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
+	if err := leaderCheck(b, currentLeaderEpoch); err != nil {
+		res.Err = err
+		return res
+	}
+	if offset < b.LogStart || offset > b.LogEnd {
+		res.Err = kerr.OffsetOutOfRange
+		return res
+	}
+	if offset >= b.LastVisible {
+		return res
+	}
+	err := read(&res, b.LastVisible)
+	switch {
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		res.Err = kerr.OffsetOutOfRange
+	case err != nil:
+		p.lg.Error("read failed", "offset", offset, "err", err)
+		res.Err = kerr.KafkaStorageError
+	}
+	return res
+}

@@ -1,0 +1,105 @@
+package partition
+
+import (
+	"time"
+
+	"github.com/cairn-io/cairn/internal/raft"
+)
+
+// The in-sync replicas and min.insync.replicas (DESIGN.md §3): which voters hold the
+// leader's log, for admission (an acks=all produce needs enough of them before it is
+// appended) and completion (enough of them must hold the batch before it is acknowledged).
+
+// replicaLagMax is replica.lag.time.max.ms: a voter that has not held the leader's whole
+// log for this long drops out of the ISR.
+const replicaLagMax = 30 * time.Second
+
+// heldBy is the last index a voter holds in the sense of DESIGN.md §3: flushed, or
+// written where write caching is on.
+func heldBy(pp raft.PeerProgress, writeCaching bool) uint64 {
+	if writeCaching {
+		return pp.Written
+	}
+	return pp.Match
+}
+
+// noteCaughtUpLocked records, from a refresh that produced b, which voters hold the
+// leader's whole log (ending at leaderEnd) at now. It runs after p.progress and p.voters
+// took the refreshed values and before p.bounds does, so a change of leadership can be
+// told from the previous boundaries: every voter then starts with the full lag window,
+// since the old leader's view of them says nothing about this leadership.
+func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.Time) {
+	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
+		clear(p.caughtUp)
+	}
+	p.leaderEnd = leaderEnd
+	if !b.IsLeader {
+		return
+	}
+	writeCaching := p.cfg.Load().WriteCaching
+	for _, v := range p.voters {
+		if _, ok := p.caughtUp[v]; !ok || heldBy(p.progress[v], writeCaching) >= leaderEnd {
+			p.caughtUp[v] = now
+		}
+	}
+}
+
+// ISR returns the in-sync replicas (DESIGN.md §3), in Raft ids, the leader first; on a
+// replica that does not lead it is empty.
+func (p *Partition) ISR() []uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.isrLocked(time.Now())
+}
+
+func (p *Partition) isrLocked(now time.Time) []uint64 {
+	if !p.bounds.IsLeader {
+		return nil
+	}
+	isr := []uint64{p.self}
+	writeCaching := p.cfg.Load().WriteCaching
+	for _, v := range p.voters {
+		if v == p.self {
+			continue
+		}
+		held := heldBy(p.progress[v], writeCaching)
+		// Caught up within the window; or holding the whole log now, which an idle
+		// partition's followers do without any event refreshing caughtUp (as long as
+		// their broker is heard from).
+		if now.Sub(p.caughtUp[v]) <= replicaLagMax || (held >= p.leaderEnd && p.host.PeerLive(v)) {
+			isr = append(isr, v)
+		}
+	}
+	return isr
+}
+
+// InsyncState summarizes replication health for metrics (DESIGN.md §3): the ISR size,
+// the effective min.insync.replicas and the voter count. ok is false on a replica that
+// does not lead (only the leader knows the ISR).
+func (p *Partition) InsyncState() (isr, minISR, voters int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.bounds.IsLeader {
+		return 0, 0, len(p.voters), false
+	}
+	return len(p.isrLocked(time.Now())), p.minInsyncLocked(), len(p.voters), true
+}
+
+// minInsyncLocked is the effective min.insync.replicas: the topic's value, capped by the number
+// of voters (DESIGN.md §3).
+func (p *Partition) minInsyncLocked() int {
+	return max(1, min(p.cfg.Load().MinInsyncReplicas, len(p.voters)))
+}
+
+// holdersLocked counts the voters that hold the entry at index: flushed, or written under
+// write caching.
+func (p *Partition) holdersLocked(index uint64) int {
+	writeCaching := p.cfg.Load().WriteCaching
+	n := 0
+	for _, v := range p.voters {
+		if heldBy(p.progress[v], writeCaching) >= index {
+			n++
+		}
+	}
+	return n
+}
