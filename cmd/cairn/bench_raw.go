@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // `bench consume --raw`: consumers that send FetchRequests themselves and
@@ -42,18 +44,6 @@ const (
 	// rawRetryBackoff spaces out fetches that failed as a whole or returned
 	// nothing but errors, so a broken broker is not hammered.
 	rawRetryBackoff = 100 * time.Millisecond
-)
-
-// RecordBatch v2 header: the fields the walker reads and where they sit.
-const (
-	batchLengthEnd       = 12 // base offset (8) + batch length (4); the length counts the bytes after it
-	batchMagicAt         = 16
-	batchAttributesAt    = 21
-	batchLastOffDeltaAt  = 23
-	batchRecordCountAt   = 57
-	batchHeaderLen       = 61
-	batchAttrControl     = 0x20
-	recordBatchMagicByte = 2
 )
 
 // benchRawFlags are the flags only `bench consume` has.
@@ -99,33 +89,30 @@ type batchWalk struct {
 // for the next fetch.
 func walkBatches(b []byte, from int64) (batchWalk, error) {
 	w := batchWalk{next: from}
-	for len(b) >= batchLengthEnd {
-		length := int64(int32(binary.BigEndian.Uint32(b[8:12])))
-		size := batchLengthEnd + length
-		if size < batchHeaderLen {
-			if int64(len(b)) < batchHeaderLen {
+	for len(b) >= recordbatch.LengthEnd {
+		size := recordbatch.Size(b)
+		if size < recordbatch.HeaderSize {
+			if int64(len(b)) < recordbatch.HeaderSize {
 				break // too short to tell: a cut-off header
 			}
-			return w, fmt.Errorf("record batch at offset %d has length %d, shorter than a v2 header", int64(binary.BigEndian.Uint64(b)), length)
+			return w, fmt.Errorf("record batch at offset %d has length %d, shorter than a v2 header", recordbatch.BaseOffset(b), size-recordbatch.LengthEnd)
 		}
 		if size > int64(len(b)) {
 			break
 		}
-		if magic := b[batchMagicAt]; magic != recordBatchMagicByte {
-			return w, fmt.Errorf("record batch at offset %d has magic %d; only v2 batches are walked", int64(binary.BigEndian.Uint64(b)), magic)
+		h, _ := recordbatch.ParseHeader(b)
+		if h.Magic != recordbatch.Magic {
+			return w, fmt.Errorf("record batch at offset %d has magic %d; only v2 batches are walked", h.BaseOffset, h.Magic)
 		}
-		base := int64(binary.BigEndian.Uint64(b))
-		delta := int32(binary.BigEndian.Uint32(b[batchLastOffDeltaAt:]))
-		count := int32(binary.BigEndian.Uint32(b[batchRecordCountAt:]))
-		if delta < 0 || count < 0 {
-			return w, fmt.Errorf("record batch at offset %d has lastOffsetDelta %d and %d records", base, delta, count)
+		if h.LastOffsetDelta < 0 || h.NumRecords < 0 {
+			return w, fmt.Errorf("record batch at offset %d has lastOffsetDelta %d and %d records", h.BaseOffset, h.LastOffsetDelta, h.NumRecords)
 		}
-		last := base + int64(delta)
+		last := h.BaseOffset + int64(h.LastOffsetDelta)
 		w.batches++
 		if last >= from {
 			w.bytes += size
-			if binary.BigEndian.Uint16(b[batchAttributesAt:])&batchAttrControl == 0 {
-				w.records += int64(count)
+			if h.Attributes&recordbatch.AttrControl == 0 {
+				w.records += int64(h.NumRecords)
 			}
 		}
 		w.next = max(w.next, last+1)

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // rawBatch encodes a v2 record batch header for records base..base+n-1
@@ -34,10 +36,10 @@ func rawBatch(base int64, n int32, attrs int16, body string) []byte {
 func TestWalkBatches(t *testing.T) {
 	a := rawBatch(10, 3, 0, "aaaa")
 	b := rawBatch(13, 5, 0, "bbbbbbbbbb")
-	ctl := rawBatch(18, 1, batchAttrControl, "m")
+	ctl := rawBatch(18, 1, recordbatch.AttrControl, "m")
 	c := rawBatch(19, 2, 0, "cc")
-	if len(a) != batchHeaderLen+4 {
-		t.Fatalf("a batch with 4 record bytes is %d bytes, want %d", len(a), batchHeaderLen+4)
+	if len(a) != recordbatch.HeaderSize+4 {
+		t.Fatalf("a batch with 4 record bytes is %d bytes, want %d", len(a), recordbatch.HeaderSize+4)
 	}
 	join := func(bs ...[]byte) []byte {
 		var out []byte
@@ -76,7 +78,7 @@ func TestWalkBatches(t *testing.T) {
 	}
 
 	old := append([]byte(nil), a...)
-	old[batchMagicAt] = 1
+	old[recordbatch.MagicPos] = 1
 	if w, err := walkBatches(join(a, old), 10); err == nil || !strings.Contains(err.Error(), "magic 1") || w.next != 13 || w.records != 3 {
 		t.Errorf("v1 batch after a v2 one: %+v, %v; want the v2 one counted and a magic error", w, err)
 	}
@@ -186,7 +188,7 @@ func TestBenchConsumeRawReadsEverything(t *testing.T) {
 // backwards from the fetch offset, and never count a negative number of records.
 func FuzzWalkBatches(f *testing.F) {
 	a, b := rawBatch(10, 3, 0, "aaaa"), rawBatch(13, 5, 0, "bbbbbbbbbb")
-	ctl := rawBatch(18, 1, batchAttrControl, "m")
+	ctl := rawBatch(18, 1, recordbatch.AttrControl, "m")
 	all := append(append(append([]byte(nil), a...), b...), ctl...)
 	f.Add(all, int64(10))
 	f.Add(all, int64(15))
@@ -195,7 +197,7 @@ func FuzzWalkBatches(f *testing.F) {
 	f.Add([]byte{}, int64(-1))
 	f.Fuzz(func(t *testing.T, in []byte, from int64) {
 		w, err := walkBatches(in, from)
-		if w.bytes < 0 || w.bytes > int64(len(in)) || int64(w.batches)*batchHeaderLen > int64(len(in)) {
+		if w.bytes < 0 || w.bytes > int64(len(in)) || int64(w.batches)*recordbatch.HeaderSize > int64(len(in)) {
 			t.Fatalf("walk of %d bytes counted %d bytes in %d batches", len(in), w.bytes, w.batches)
 		}
 		if w.next < from || w.records < 0 {

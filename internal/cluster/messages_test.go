@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/controller"
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -157,8 +158,8 @@ func TestEntryIsAKafkaBatch(t *testing.T) {
 	}
 	// Storage rewrites the base offset and epoch, which the CRC does not cover.
 	c := bytes.Clone(b)
-	copy(c[0:8], []byte{0, 0, 0, 0, 0, 0, 1, 0})
-	copy(c[12:16], []byte{0, 0, 0, 7})
+	recordbatch.SetBaseOffset(c, 256)
+	recordbatch.SetLeaderEpoch(c, 7)
 	if got, err := decodeEntry(c); err != nil || !bytes.Equal(got, cmd) {
 		t.Fatalf("after storage's rewrite: %q, %v", got, err)
 	}

@@ -4,12 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // OffsetsTopic is the internal topic that holds group metadata and committed offsets.
@@ -91,51 +90,14 @@ func offsetValue(o committed) []byte {
 	return v.AppendTo(nil)
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // encodeBatch builds an uncompressed, non-idempotent RecordBatch v2 holding recs, with base
 // offset 0 (the log assigns the real one) and every record stamped tsMs.
 func encodeBatch(recs []kv, tsMs int64) []byte {
-	var body []byte
-	var rec []byte
+	out := make([]recordbatch.NewRecord, len(recs))
 	for i, r := range recs {
-		rec = rec[:0]
-		rec = append(rec, 0) // attributes
-		rec = binary.AppendVarint(rec, 0)
-		rec = binary.AppendVarint(rec, int64(i))
-		rec = appendVarBytes(rec, r.key)
-		rec = appendVarBytes(rec, r.value)
-		rec = binary.AppendVarint(rec, 0) // headers
-		body = binary.AppendVarint(body, int64(len(rec)))
-		body = append(body, rec...)
+		out[i] = recordbatch.NewRecord{Key: r.key, Value: r.value}
 	}
-	be := binary.BigEndian
-	b := make([]byte, 0, 61+len(body))
-	b = be.AppendUint64(b, 0)                   // base offset
-	b = be.AppendUint32(b, 0)                   // length, patched below
-	b = be.AppendUint32(b, 0xffffffff)          // partition leader epoch, set by the log
-	b = append(b, 2)                            // magic
-	b = be.AppendUint32(b, 0)                   // crc, patched below
-	b = be.AppendUint16(b, 0)                   // attributes: no compression, create time
-	b = be.AppendUint32(b, uint32(len(recs)-1)) // last offset delta
-	b = be.AppendUint64(b, uint64(tsMs))        // first timestamp
-	b = be.AppendUint64(b, uint64(tsMs))        // max timestamp
-	b = be.AppendUint64(b, 0xffffffffffffffff)  // producer id -1
-	b = be.AppendUint16(b, 0xffff)              // producer epoch -1
-	b = be.AppendUint32(b, 0xffffffff)          // base sequence -1
-	b = be.AppendUint32(b, uint32(len(recs)))   // record count
-	b = append(b, body...)
-	be.PutUint32(b[8:], uint32(len(b)-12))
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
-	return b
-}
-
-func appendVarBytes(b, v []byte) []byte {
-	if v == nil {
-		return binary.AppendVarint(b, -1)
-	}
-	b = binary.AppendVarint(b, int64(len(v)))
-	return append(b, v...)
+	return recordbatch.Encode(recordbatch.PlainHeader(tsMs, tsMs), out)
 }
 
 var errTruncated = errors.New("truncated")
@@ -146,21 +108,22 @@ var errTruncated = errors.New("truncated")
 // the offset after the last whole batch it saw.
 func walkBatches(raw []byte, fn func(offset int64, key, value []byte) error) (next int64, skipped int, err error) {
 	next = -1
+	var recs []recordbatch.Record
 	for len(raw) > 0 {
-		h, ok := partition.ParseBatchHeader(raw)
+		h, ok := recordbatch.ParseHeader(raw)
 		if !ok {
 			return next, skipped, fmt.Errorf("batch header: %w", errTruncated)
 		}
-		size := int64(h.Length) + 12
-		if h.Length < 49 || size > int64(len(raw)) {
+		size := h.Size()
+		if h.Length < recordbatch.HeaderSize-recordbatch.LengthEnd || size > int64(len(raw)) {
 			return next, skipped, fmt.Errorf("batch length %d: %w", h.Length, errTruncated)
 		}
 		batch := raw[:size]
 		raw = raw[size:]
-		if h.Magic != 2 {
+		if h.Magic != recordbatch.Magic {
 			return next, skipped, fmt.Errorf("batch at offset %d has magic %d", h.BaseOffset, h.Magic)
 		}
-		if crc32.Checksum(batch[21:], castagnoli) != binary.BigEndian.Uint32(batch[17:]) {
+		if !recordbatch.CRCValid(batch) {
 			return next, skipped, fmt.Errorf("batch at offset %d fails its CRC32C", h.BaseOffset)
 		}
 		if h.LastOffsetDelta < 0 {
@@ -168,73 +131,23 @@ func walkBatches(raw []byte, fn func(offset int64, key, value []byte) error) (ne
 		}
 		next = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 		switch {
-		case h.Attributes&0x20 != 0: // control batch
+		case h.Attributes&recordbatch.AttrControl != 0:
 			continue
-		case h.Attributes&0x7 != 0:
+		case h.Codec() != recordbatch.CodecNone:
 			skipped++
 			continue
 		}
-		if err := walkRecords(batch[61:], h, fn); err != nil {
+		if recs, _, err = recordbatch.DecodeRecords(batch, recs[:0]); err != nil {
 			return next, skipped, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+		}
+		for i := range recs {
+			r := &recs[i]
+			if err := fn(h.BaseOffset+int64(r.OffsetDelta), r.Key, r.Value); err != nil {
+				return next, skipped, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
+			}
 		}
 	}
 	return next, skipped, nil
-}
-
-func walkRecords(b []byte, h partition.BatchHeader, fn func(offset int64, key, value []byte) error) error {
-	for i := int32(0); i < h.NumRecords; i++ {
-		n, m := binary.Varint(b)
-		if m <= 0 || n < 0 || n > int64(len(b)-m) {
-			return fmt.Errorf("record %d length: %w", i, errTruncated)
-		}
-		rec := b[m : m+int(n)]
-		b = b[m+int(n):]
-		if len(rec) < 1 {
-			return fmt.Errorf("record %d: %w", i, errTruncated)
-		}
-		rec = rec[1:] // attributes
-		var err error
-		var delta int64
-		if _, rec, err = readVarint(rec); err != nil { // timestamp delta
-			return err
-		}
-		if delta, rec, err = readVarint(rec); err != nil {
-			return err
-		}
-		var key, value []byte
-		if key, rec, err = readVarBytes(rec); err != nil {
-			return err
-		}
-		if value, _, err = readVarBytes(rec); err != nil {
-			return err
-		}
-		if err := fn(h.BaseOffset+delta, key, value); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func readVarint(b []byte) (int64, []byte, error) {
-	v, n := binary.Varint(b)
-	if n <= 0 {
-		return 0, nil, fmt.Errorf("varint: %w", errTruncated)
-	}
-	return v, b[n:], nil
-}
-
-func readVarBytes(b []byte) ([]byte, []byte, error) {
-	n, b, err := readVarint(b)
-	if err != nil {
-		return nil, nil, err
-	}
-	if n < 0 {
-		return nil, b, nil
-	}
-	if n > int64(len(b)) {
-		return nil, nil, fmt.Errorf("bytes: %w", errTruncated)
-	}
-	return b[:n:n], b[n:], nil
 }
 
 // record is one decoded __consumer_offsets record.

@@ -1,12 +1,16 @@
 // Package kafkatest builds Kafka wire data (RecordBatch v2) for tests in any package. It
-// holds no broker logic and must never be imported by non-test code.
+// holds no broker logic and must never be imported by non-test code. The batch header and
+// CRC are recordbatch's; the records and their compression are written and read with kmsg
+// and codecs set up apart from recordbatch's, so that a test checks the broker's decoding
+// against another encoder.
 package kafkatest
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // Batch describes a RecordBatch v2 to build.
@@ -34,7 +38,7 @@ func Plain(n int, ts int64) Batch {
 	return b
 }
 
-// Bytes encodes the batch with base offset 0 and a valid CRC32C.
+// Bytes encodes the batch with base offset 0, partition leader epoch -1 and a valid CRC32C.
 func (b Batch) Bytes() []byte {
 	var recs []byte
 	for i, v := range b.Values {
@@ -49,25 +53,31 @@ func (b Batch) Bytes() []byte {
 	attrs := b.Attributes
 	if b.Codec != CodecNone {
 		recs = Compress(b.Codec, recs, b.XerialSnappy)
-		attrs = attrs&^0x7 | int16(b.Codec)
+		attrs = attrs&^recordbatch.CodecMask | int16(b.Codec)
 	}
-	rb := kmsg.RecordBatch{
-		FirstOffset:          0,
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		Attributes:           attrs,
-		LastOffsetDelta:      int32(len(b.Values) - 1),
-		FirstTimestamp:       b.Timestamp,
-		MaxTimestamp:         b.Timestamp + int64(len(b.Values)-1),
-		ProducerID:           b.ProducerID,
-		ProducerEpoch:        b.ProducerEpoch,
-		FirstSequence:        b.BaseSequence,
-		NumRecords:           int32(len(b.Values)),
-		Records:              recs,
+	return recordbatch.Assemble(recordbatch.Header{
+		LeaderEpoch:     -1,
+		Attributes:      attrs,
+		LastOffsetDelta: int32(len(b.Values) - 1),
+		FirstTimestamp:  b.Timestamp,
+		MaxTimestamp:    b.Timestamp + int64(len(b.Values)-1),
+		ProducerID:      b.ProducerID,
+		ProducerEpoch:   b.ProducerEpoch,
+		BaseSequence:    b.BaseSequence,
+		NumRecords:      int32(len(b.Values)),
+	}, recs)
+}
+
+// KV is one record of a KeyedBatch: a nil Key is a null key, a nil Value a tombstone.
+type KV struct{ Key, Value []byte }
+
+// KeyedBatch encodes a non-idempotent batch of recs at timestamp ts, compressed with codec
+// (and, for snappy, framed as the Java client's xerial stream when xerial is set).
+func KeyedBatch(ts int64, codec Codec, xerial bool, recs ...KV) []byte {
+	b := Batch{Timestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Codec: codec, XerialSnappy: xerial}
+	for _, r := range recs {
+		b.Keys = append(b.Keys, r.Key)
+		b.Values = append(b.Values, r.Value)
 	}
-	out := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
-	crc := crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli))
-	binary.BigEndian.PutUint32(out[17:], crc)
-	return out
+	return b.Bytes()
 }

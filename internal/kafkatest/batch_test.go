@@ -2,10 +2,11 @@ package kafkatest
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 func TestBatchRoundTrips(t *testing.T) {
@@ -17,7 +18,7 @@ func TestBatchRoundTrips(t *testing.T) {
 	if int(rb.Length)+12 != len(raw) || rb.NumRecords != 3 || rb.LastOffsetDelta != 2 || rb.MaxTimestamp != 1002 {
 		t.Fatalf("header: %+v", rb)
 	}
-	if got := crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)); got != binary.BigEndian.Uint32(raw[17:]) {
+	if !recordbatch.CRCValid(raw) {
 		t.Fatal("crc mismatch")
 	}
 	recs := rb.Records

@@ -13,17 +13,19 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // Codec is a RecordBatch compression codec (attributes bits 0-2).
 type Codec int8
 
 const (
-	CodecNone   Codec = 0
-	CodecGzip   Codec = 1
-	CodecSnappy Codec = 2
-	CodecLZ4    Codec = 3
-	CodecZstd   Codec = 4
+	CodecNone   Codec = recordbatch.CodecNone
+	CodecGzip   Codec = recordbatch.CodecGzip
+	CodecSnappy Codec = recordbatch.CodecSnappy
+	CodecLZ4    Codec = recordbatch.CodecLZ4
+	CodecZstd   Codec = recordbatch.CodecZstd
 )
 
 // Codecs lists every compression codec, CodecNone first.
@@ -161,7 +163,7 @@ func Records(batch []byte) (kmsg.RecordBatch, []kmsg.Record, error) {
 	if err := rb.ReadFrom(batch); err != nil {
 		return rb, nil, err
 	}
-	plain, err := Decompress(Codec(rb.Attributes&0x7), rb.Records)
+	plain, err := Decompress(Codec(rb.Attributes&recordbatch.CodecMask), rb.Records)
 	if err != nil {
 		return rb, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // FuzzSplitBatches feeds arbitrary produce payloads to the validator: it must never panic,
@@ -21,8 +22,8 @@ func FuzzSplitBatches(f *testing.F) {
 		}
 		total := 0
 		for i, b := range batches {
-			h, ok := ParseBatchHeader(b)
-			if !ok || h != headers[i] || int(h.Length)+12 != len(b) || h.Magic != 2 {
+			h, ok := recordbatch.ParseHeader(b)
+			if !ok || h != headers[i] || h.Size() != int64(len(b)) || h.Magic != recordbatch.Magic {
 				t.Fatalf("accepted a malformed batch: %+v", h)
 			}
 			total += len(b)

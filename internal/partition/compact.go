@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -43,10 +44,10 @@ func (p *Partition) Compact() error {
 // includes compact, a batch holding a record without a key (Kafka answers INVALID_RECORD
 // too).
 func checkRecords(cfg *config.TopicConfig, batch []byte) *ValidationError {
-	switch err := storage.CheckRecords(batch, cfg.Compacts()); {
+	switch err := recordbatch.CheckRecords(batch, cfg.Compacts()); {
 	case err == nil:
 		return nil
-	case errors.Is(err, storage.ErrNullKey):
+	case errors.Is(err, recordbatch.ErrNullKey):
 		return &ValidationError{kerr.InvalidRecord, "compacted topics require a key on every record"}
 	default:
 		return &ValidationError{kerr.CorruptMessage, "the batch's records cannot be decoded: " + err.Error()}

@@ -1,9 +1,7 @@
 package partition
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 func compactedConfig(policy string) config.TopicConfig {
@@ -49,8 +48,8 @@ func fetchAll(t *testing.T, p *Partition) map[int64]string {
 			t.Fatalf("Fetch(%d): nothing below %d", off, b.LastVisible)
 		}
 		for len(rest) > 0 {
-			h, _ := ParseBatchHeader(rest)
-			batch := rest[:int(h.Length)+12]
+			h, _ := recordbatch.ParseHeader(rest)
+			batch := rest[:h.Size()]
 			rb, recs, err := kafkatest.Records(batch)
 			if err != nil {
 				t.Fatal(err)
@@ -84,7 +83,7 @@ func TestCompactedTopicRequiresKeys(t *testing.T) {
 		// Records that do not decode are refused too.
 		bad := keyed(kafkatest.CodecZstd, "a", "1")
 		bad[len(bad)-2] ^= 0xff
-		fixBatchCRC(bad)
+		recordbatch.SetCRC(bad)
 		if res := h.produce(bad, -1); res.Err != kerr.CorruptMessage {
 			t.Fatalf("%s: undecodable records: %+v", policy, res)
 		}
@@ -97,10 +96,6 @@ func TestCompactedTopicRequiresKeys(t *testing.T) {
 	if res := h.produce(keyed(kafkatest.CodecNone, "<null>", "1"), -1); res.Err != nil {
 		t.Fatalf("delete policy: %+v", res)
 	}
-}
-
-func fixBatchCRC(b []byte) {
-	binary.BigEndian.PutUint32(b[batchCRCPos:], crc32.Checksum(b[batchAttributesPos:], castagnoli))
 }
 
 func TestPartitionCompact(t *testing.T) {

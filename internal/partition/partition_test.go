@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/kafkatest"
 	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -173,11 +174,11 @@ func TestBadBatchesStoreNothing(t *testing.T) {
 	corrupt := append([]byte(nil), good...)
 	corrupt[len(corrupt)-1] ^= 0xff
 	old := append([]byte(nil), good...)
-	old[16] = 1
+	old[recordbatch.MagicPos] = 1
 	big := kafkatest.Batch{Values: [][]byte{make([]byte, 300)}, ProducerID: -1, BaseSequence: -1}.Bytes()
-	ctrl := kafkatest.Batch{Values: [][]byte{{1}}, ProducerID: -1, BaseSequence: -1, Attributes: attrControl}.Bytes()
+	ctrl := kafkatest.Batch{Values: [][]byte{{1}}, ProducerID: -1, BaseSequence: -1, Attributes: recordbatch.AttrControl}.Bytes()
 	badCount := append([]byte(nil), good...)
-	binary.BigEndian.PutUint32(badCount[batchRecordCountPos:], 7)
+	binary.BigEndian.PutUint32(badCount[recordbatch.RecordCountPos:], 7)
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -247,7 +248,7 @@ func TestFetchAndListOffsets(t *testing.T) {
 	if mid.Err != nil || mid.HighWatermark != 6 {
 		t.Fatalf("fetch: %+v", mid)
 	}
-	hdr, _ := ParseBatchHeader(mid.Records)
+	hdr, _ := recordbatch.ParseHeader(mid.Records)
 	if hdr.BaseOffset != 3 {
 		t.Fatalf("a fetch inside a batch must return that whole batch, got base %d", hdr.BaseOffset)
 	}
@@ -383,7 +384,7 @@ func TestEachOpenStartsANewEpoch(t *testing.T) {
 		t.Fatalf("EpochEndOffset(%d) = %d, %d; want %d, 2", first, ep, end, first)
 	}
 	b := h.p.Fetch(2, 1<<20, second)
-	if hdr, _ := ParseBatchHeader(b.Records); hdr.LeaderEpoch != second {
+	if hdr, _ := recordbatch.ParseHeader(b.Records); hdr.LeaderEpoch != second {
 		t.Fatalf("stored batch carries epoch %d, want %d", hdr.LeaderEpoch, second)
 	}
 }

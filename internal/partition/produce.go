@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // Produce: validation, admission, the proposal, and the acknowledgement each acks value
@@ -109,10 +110,10 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 // one well-formed batch within max.message.bytes, with records the topic accepts. It
 // reads no partition state, so it runs before the request takes any of the partition's
 // locks or window.
-func validateProduce(cfg *config.TopicConfig, records []byte) ([]byte, BatchHeader, *ProduceResult) {
-	reject := func(err *kerr.Error, msg string) ([]byte, BatchHeader, *ProduceResult) {
+func validateProduce(cfg *config.TopicConfig, records []byte) ([]byte, recordbatch.Header, *ProduceResult) {
+	reject := func(err *kerr.Error, msg string) ([]byte, recordbatch.Header, *ProduceResult) {
 		r := failed(err, msg)
-		return nil, BatchHeader{}, &r
+		return nil, recordbatch.Header{}, &r
 	}
 	batches, headers, err := SplitBatches(records, cfg.MaxMessageBytes)
 	if err != nil {
@@ -147,7 +148,7 @@ type admission struct {
 // it admits is proposed, so the producer-table check and the proposal are one step. The
 // cheap checks come first: a replica that does not lead, or an acks=all batch that
 // min.insync refuses, costs no rebuild of the producer table from the log.
-func (p *Partition) admitLocked(h BatchHeader, acks int16) admission {
+func (p *Partition) admitLocked(h recordbatch.Header, acks int16) admission {
 	b := p.Boundaries()
 	reject := func(err *kerr.Error, msg string) admission {
 		r := failed(err, msg)
@@ -189,7 +190,7 @@ func (p *Partition) admitLocked(h BatchHeader, acks int16) admission {
 // original's own proposal while this leader still tracks it, else once the offset is
 // visible, the batch stored there is still this producer's (a new leader may have
 // replaced it), and min.insync.replicas voters hold the log up to now.
-func (p *Partition) produceDuplicate(h BatchHeader, orig seqBatch, acks int16, logStart int64) (ProduceResult, func(context.Context) ProduceResult) {
+func (p *Partition) produceDuplicate(h recordbatch.Header, orig seqBatch, acks int16, logStart int64) (ProduceResult, func(context.Context) ProduceResult) {
 	base := orig.baseOffset
 	if orig.prop != nil { // the original is still on its way into the log
 		if err := p.waitAppended(orig.prop); err != nil {
@@ -228,12 +229,12 @@ func (p *Partition) produceDuplicate(h BatchHeader, orig seqBatch, acks int16, l
 
 // storedIs reports whether the visible batch at base is h's (same producer, epoch and
 // sequence range).
-func (p *Partition) storedIs(base int64, h BatchHeader) bool {
+func (p *Partition) storedIs(base int64, h recordbatch.Header) bool {
 	raw, err := p.log.ReadBatches(base, 1, p.Boundaries().LastVisible)
 	if err != nil || len(raw) == 0 {
 		return false
 	}
-	got, ok := ParseBatchHeader(raw)
+	got, ok := recordbatch.ParseHeader(raw)
 	return ok && got.BaseOffset == base && got.ProducerID == h.ProducerID && got.ProducerEpoch == h.ProducerEpoch &&
 		got.BaseSequence == h.BaseSequence && got.LastSequence() == h.LastSequence()
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/raft"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // producerWindow is how many recent batches per producer are remembered for dedupe: Kafka
@@ -40,7 +41,7 @@ type producerState struct {
 // checkSequence applies Kafka's idempotent-producer rules to a batch, under appendMu. A
 // retried batch is reported as a duplicate with a copy of the original's entry (whose
 // proposal may still be pending); a gap is refused.
-func (p *Partition) checkSequence(h BatchHeader) (dupOf seqBatch, dup bool, err *ValidationError) {
+func (p *Partition) checkSequence(h recordbatch.Header) (dupOf seqBatch, dup bool, err *ValidationError) {
 	if h.ProducerID < 0 {
 		return seqBatch{}, false, nil
 	}
@@ -81,7 +82,7 @@ func (p *Partition) checkSequence(h BatchHeader) (dupOf seqBatch, dup bool, err 
 
 // recordSequence remembers a batch for dedupe, under appendMu: appended at base, or still
 // pending as prop.
-func (p *Partition) recordSequence(h BatchHeader, base int64, prop *raft.Proposal) {
+func (p *Partition) recordSequence(h recordbatch.Header, base int64, prop *raft.Proposal) {
 	if h.ProducerID < 0 {
 		return
 	}
@@ -101,8 +102,8 @@ func (p *Partition) recordSequence(h BatchHeader, base int64, prop *raft.Proposa
 // acknowledged before the restart.
 func (p *Partition) rebuildProducers() error {
 	return p.log.ScanBatches(func(base int64, batch []byte) error {
-		h, ok := ParseBatchHeader(batch)
-		if !ok || h.Attributes&attrControl != 0 {
+		h, ok := recordbatch.ParseHeader(batch)
+		if !ok || h.Attributes&recordbatch.AttrControl != 0 {
 			return nil
 		}
 		p.recordSequence(h, base, nil)

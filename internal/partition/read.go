@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/cairn-io/cairn/internal/storage"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // CheckEpoch answers NOT_LEADER_OR_FOLLOWER on a replica that does not lead, and fences a
@@ -58,7 +58,7 @@ func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *ke
 			return -1, -1, nil
 		}
 		// The log knows the batch; Kafka answers with the first record holding the maximum.
-		return p.recordAt(off, b, func(r storage.RecordTime) bool { return r.Timestamp == t }, off, t)
+		return p.recordAt(off, b, func(r recordbatch.RecordTime) bool { return r.Timestamp == t }, off, t)
 	}
 	if timestamp < 0 {
 		return -1, -1, kerr.InvalidRequest
@@ -69,7 +69,7 @@ func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *ke
 	}
 	// The log finds the first batch whose largest timestamp reaches the one asked for; the
 	// answer is the first record inside it that does.
-	off, t, err = p.recordAt(max(off, b.LogStart), b, func(r storage.RecordTime) bool { return r.Timestamp >= timestamp }, max(off, b.LogStart), t)
+	off, t, err = p.recordAt(max(off, b.LogStart), b, func(r recordbatch.RecordTime) bool { return r.Timestamp >= timestamp }, max(off, b.LogStart), t)
 	if err != nil || off >= b.LastVisible {
 		return -1, -1, err
 	}
@@ -79,16 +79,16 @@ func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *ke
 // recordAt decodes the batch holding offset and returns the first record at or after the
 // log start that match accepts; fallbackOffset and fallbackTS answer when the batch cannot
 // be decoded (it was checked at produce, so only damage gets there).
-func (p *Partition) recordAt(offset int64, b Boundaries, match func(storage.RecordTime) bool, fallbackOffset, fallbackTS int64) (int64, int64, *kerr.Error) {
+func (p *Partition) recordAt(offset int64, b Boundaries, match func(recordbatch.RecordTime) bool, fallbackOffset, fallbackTS int64) (int64, int64, *kerr.Error) {
 	raw, err := p.log.ReadBatches(offset, 1, b.LastVisible)
 	if err != nil || len(raw) == 0 {
 		return fallbackOffset, fallbackTS, nil
 	}
-	h, ok := ParseBatchHeader(raw)
-	if !ok || int(h.Length)+12 > len(raw) {
+	h, ok := recordbatch.ParseHeader(raw)
+	if !ok || h.Size() < recordbatch.HeaderSize || h.Size() > int64(len(raw)) {
 		return fallbackOffset, fallbackTS, nil
 	}
-	recs, derr := storage.RecordTimes(raw[:h.Length+12])
+	recs, derr := recordbatch.RecordTimes(raw[:h.Size()])
 	if derr != nil {
 		p.lg.Warn("ListOffsets could not decode a stored batch", "offset", h.BaseOffset, "err", derr)
 		return fallbackOffset, fallbackTS, nil

@@ -2,7 +2,6 @@ package raft
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -41,9 +41,9 @@ func isData(e *pb.Entry) bool { return e.GetType() == pb.EntryNormal && len(e.Ge
 // partitionLeaderEpoch), which raft's MemoryStorage leaves as proposed.
 func normalized(e *pb.Entry) []byte {
 	d := bytes.Clone(e.GetData())
-	if isData(e) && len(d) >= 16 {
-		clear(d[0:8])
-		clear(d[12:16])
+	if isData(e) && len(d) >= recordbatch.LeaderEpochPos+4 {
+		recordbatch.SetBaseOffset(d, 0)
+		recordbatch.SetLeaderEpoch(d, 0)
 	}
 	return d
 }
@@ -128,7 +128,7 @@ func TestConformsToMemoryStorage(t *testing.T) {
 						t.Fatalf("index %d: base offset %d, want %d", e.Index, e.BaseOffset, next)
 					}
 					if e.Type == storage.EntryData {
-						if int64(binary.BigEndian.Uint64(e.Data)) != next || binary.BigEndian.Uint32(e.Data[12:]) != uint32(e.Term) {
+						if h, _ := recordbatch.ParseHeader(e.Data); h.BaseOffset != next || h.LeaderEpoch != int32(e.Term) {
 							t.Fatalf("index %d: batch header not set", e.Index)
 						}
 					}

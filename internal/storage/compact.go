@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // CompactOptions configures one compaction round (Log.Compact).
@@ -142,7 +144,7 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	hashKey := func(k []byte) keyHash { return keyHash{maphash.Bytes(seedA, k), maphash.Bytes(seedB, k)} }
 	latest := make(map[keyHash]int64)
 	counts := make([]segCounts, len(cands))
-	var recs []recordView
+	var recs []recordbatch.Record
 	for i, cd := range cands {
 		cnt := &counts[i]
 		err := l.scanClosed(cd.s, cd.size, func(e *parsedEntry, _ int64) error {
@@ -150,24 +152,24 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 				return nil
 			}
 			var err error
-			recs, _, err = decodeBatchRecords(e.payload, recs[:0])
+			recs, _, err = recordbatch.DecodeRecords(e.payload, recs[:0])
 			if err != nil {
 				st.UndecodableBatches++
 				return nil
 			}
-			base := batchBase(e.payload)
+			base := recordbatch.BaseOffset(e.payload)
 			for j := range recs {
 				r := &recs[j]
-				if r.nullKey {
+				if r.NullKey {
 					cnt.nullKeys++
 					continue
 				}
 				cnt.keyed++
-				v := (base + int64(r.offsetDelta)) << 1
-				if r.tombstone {
+				v := (base + int64(r.OffsetDelta)) << 1
+				if r.Tombstone {
 					v |= 1
 				}
-				latest[hashKey(r.key)] = v
+				latest[hashKey(r.Key)] = v
 			}
 			return nil
 		})
@@ -215,11 +217,11 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 		if !rewrite {
 			continue
 		}
-		keep := func(r *recordView, off int64) bool {
-			if r.nullKey || latest[hashKey(r.key)]>>1 != off {
+		keep := func(r *recordbatch.Record, off int64) bool {
+			if r.NullKey || latest[hashKey(r.Key)]>>1 != off {
 				return false
 			}
-			return !(r.tombstone && exp)
+			return !(r.Tombstone && exp)
 		}
 		ns, err := l.rewriteSegment(cd, cleaned, keep, &st)
 		newSize := int64(0)
@@ -303,7 +305,7 @@ func (l *Log) segIndexOf(s *segment) int {
 // "<base>.log.tmp" and fsyncs it: the same header but for cleanedMs, and every entry with
 // its index, term and offsets, data batches filtered by keep. It returns the copy as a
 // segment ready to be swapped in (its file open on the temporary name).
-func (l *Log) rewriteSegment(cd candidate, cleanedMs int64, keep func(*recordView, int64) bool, st *CompactStats) (ns *segment, err error) {
+func (l *Log) rewriteSegment(cd candidate, cleanedMs int64, keep func(*recordbatch.Record, int64) bool, st *CompactStats) (ns *segment, err error) {
 	s := cd.s
 	tmp := segPath(l.dir, s.baseIndex, logSuffix) + tmpSuffix
 	f, err := l.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -320,17 +322,17 @@ func (l *Log) rewriteSegment(cd candidate, cleanedMs int64, keep func(*recordVie
 	ns = newSegment(h, f)
 	buf := encodeSegHeader(h)
 	var written int64
-	var recs []recordView
+	var recs []recordbatch.Record
 	err = l.scanClosed(s, cd.size, func(e *parsedEntry, off int64) error {
 		data := e.payload
 		if e.typ == EntryData && compactable(data) {
-			out, res, r, ferr := filterBatch(data, recs, keep)
+			out, res, r, ferr := recordbatch.Filter(data, recs, keep)
 			recs = r
-			if ferr == nil && res.changed {
+			if ferr == nil && res.Changed {
 				data = out
-				st.RecordsRemoved += int64(res.removed)
-				st.TombstonesRemoved += int64(res.tombstonesRemoved)
-				if res.kept == 0 {
+				st.RecordsRemoved += int64(res.Removed)
+				st.TombstonesRemoved += int64(res.TombstonesRemoved)
+				if res.Kept == 0 {
 					st.EmptiedBatches++
 				}
 			}
@@ -454,4 +456,10 @@ func (l *Log) swapSegment(old, ns *segment, size int64, gen uint64) (err error) 
 	ns.indexWritten = true
 	l.mu.Unlock()
 	return nil
+}
+
+// compactable reports whether compaction may look inside a batch: control and
+// transactional batches are kept as they are.
+func compactable(batch []byte) bool {
+	return recordbatch.Attributes(batch)&(recordbatch.AttrControl|recordbatch.AttrTransactional) == 0
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // kv is one record to produce: a nil key is a null key, a nil val a tombstone.
@@ -26,12 +26,11 @@ func rec(k, v string) kv { return kv{key: []byte(k), val: []byte(v)} }
 func tomb(k string) kv   { return kv{key: []byte(k)} }
 
 func kvBatch(ts int64, codec kafkatest.Codec, xerial bool, recs ...kv) []byte {
-	b := kafkatest.Batch{Timestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Codec: codec, XerialSnappy: xerial}
-	for _, r := range recs {
-		b.Keys = append(b.Keys, r.key)
-		b.Values = append(b.Values, r.val)
+	kvs := make([]kafkatest.KV, len(recs))
+	for i, r := range recs {
+		kvs[i] = kafkatest.KV{Key: r.key, Value: r.val}
 	}
-	return b.Bytes()
+	return kafkatest.KeyedBatch(ts, codec, xerial, kvs...)
 }
 
 // storedRec is one record as written, by offset.
@@ -135,7 +134,7 @@ func (c *ctLog) checkBatches(b []byte) []readRec {
 	for _, batch := range splitBatches(c.t, b) {
 		rb, recs, err := kafkatest.Records(batch)
 		if err != nil {
-			c.t.Fatalf("batch at %d: %v", batchBase(batch), err)
+			c.t.Fatalf("batch at %d: %v", recordbatch.BaseOffset(batch), err)
 		}
 		if rb.NumRecords > rb.LastOffsetDelta+1 {
 			c.t.Fatalf("batch at %d: %d records, lastOffsetDelta %d", rb.FirstOffset, rb.NumRecords, rb.LastOffsetDelta)
@@ -375,7 +374,7 @@ func TestCompactFetchAtRemovedOffsetReturnsNextSurvivor(t *testing.T) {
 			}
 			bs := splitBatches(t, b)
 			lastB := bs[len(bs)-1]
-			next = batchBase(lastB) + int64(batchRecords(lastB))
+			next = recordbatch.BaseOffset(lastB) + int64(recordbatch.Records(lastB))
 		}
 		i := sort.Search(len(want), func(i int) bool { return want[i] >= off })
 		if first == nil || first.off != want[i] {
@@ -385,8 +384,8 @@ func TestCompactFetchAtRemovedOffsetReturnsNextSurvivor(t *testing.T) {
 	// The batch holding offsets 0..2 survives as an empty batch with its offset range.
 	b, _ := c.l.ReadBatches(1, 1, c.l.LogEndOffset())
 	bs := splitBatches(t, b)
-	if batchBase(bs[0]) != 0 || batchRecords(bs[0]) != 3 || be.Uint32(bs[0][batchNumRecordsPos:]) != 0 {
-		t.Fatalf("first batch: base %d records %d num %d", batchBase(bs[0]), batchRecords(bs[0]), be.Uint32(bs[0][batchNumRecordsPos:]))
+	if recordbatch.BaseOffset(bs[0]) != 0 || recordbatch.Records(bs[0]) != 3 || be.Uint32(bs[0][recordbatch.RecordCountPos:]) != 0 {
+		t.Fatalf("first batch: base %d records %d num %d", recordbatch.BaseOffset(bs[0]), recordbatch.Records(bs[0]), be.Uint32(bs[0][recordbatch.RecordCountPos:]))
 	}
 	c.l.Close()
 }
@@ -524,7 +523,7 @@ func TestCompactCompressedBatches(t *testing.T) {
 				if rb.NumRecords > 0 && kafkatest.Codec(rb.Attributes&7) != v.codec {
 					t.Fatalf("batch at %d has codec %d", rb.FirstOffset, rb.Attributes&7)
 				}
-				if v.codec == kafkatest.CodecSnappy && rb.NumRecords > 0 && bytes.HasPrefix(rb.Records, xerialMagic) != v.xerial {
+				if v.codec == kafkatest.CodecSnappy && rb.NumRecords > 0 && recordbatch.XerialFramed(rb.Records) != v.xerial {
 					t.Fatalf("batch at %d: xerial framing changed", rb.FirstOffset)
 				}
 			}
@@ -537,13 +536,13 @@ func TestCompactLeavesWhatItCannotReadAsItIs(t *testing.T) {
 	c := newCtLog(t, 500)
 	c.append(kafkatest.CodecNone, rec("a", "1"))
 	// A control batch and a batch whose records are garbage (a valid batch frame): kept.
-	ctrl := kafkatest.Batch{Keys: [][]byte{[]byte("a")}, Values: [][]byte{[]byte("2")}, ProducerID: 5, ProducerEpoch: 0, Attributes: attrControl | attrTransactional}.Bytes()
+	ctrl := kafkatest.Batch{Keys: [][]byte{[]byte("a")}, Values: [][]byte{[]byte("2")}, ProducerID: 5, ProducerEpoch: 0, Attributes: recordbatch.AttrControl | recordbatch.AttrTransactional}.Bytes()
 	garbage := kvBatch(c.clock.ms(), kafkatest.CodecNone, false, rec("a", "3"))
-	garbage[batchHeaderSize] = 0x7f // the first record's length varint now claims too much
-	fixCRC(garbage)
+	garbage[recordbatch.HeaderSize] = 0x7f // the first record's length varint now claims too much
+	recordbatch.SetCRC(garbage)
 	zbad := kvBatch(c.clock.ms(), kafkatest.CodecZstd, false, rec("a", "4"))
 	zbad[len(zbad)-3] ^= 0xff
-	fixCRC(zbad)
+	recordbatch.SetCRC(zbad)
 	for _, d := range [][]byte{ctrl, garbage, zbad} {
 		if err := c.l.Append([]Entry{{Index: c.l.LastIndex() + 1, Term: 1, Type: EntryData, Data: d}}); err != nil {
 			t.Fatal(err)
@@ -565,10 +564,6 @@ func TestCompactLeavesWhatItCannotReadAsItIs(t *testing.T) {
 		}
 	}
 	c.l.Close()
-}
-
-func fixCRC(b []byte) {
-	be.PutUint32(b[batchCRCPos:], crc32.Checksum(b[batchAttributesPos:], castagnoli))
 }
 
 func TestCompactOnlyClosedSegmentsBelowUpTo(t *testing.T) {
@@ -1265,137 +1260,5 @@ func TestRapidCompactionModel(t *testing.T) {
 				c.readAll(l)
 			},
 		})
-	})
-}
-
-// ---- batch filter ----
-
-func TestFilterBatchEveryCodec(t *testing.T) {
-	for _, codec := range kafkatest.Codecs {
-		for _, xerial := range []bool{false, true} {
-			var recs []kv
-			for i := 0; i < 500; i++ {
-				recs = append(recs, rec(fmt.Sprint("key-", i), fmt.Sprint("value-", i, "-", bytes.Repeat([]byte("x"), i%50))))
-			}
-			recs[3].val = nil
-			orig := kvBatch(1000, codec, xerial, recs...)
-			be.PutUint64(orig[0:], 77)
-			// Keep every third record.
-			out, res, _, err := filterBatch(orig, nil, func(r *recordView, off int64) bool { return (off-77)%3 == 0 })
-			if err != nil || !res.changed || res.kept != 167 || res.removed != 333 {
-				t.Fatalf("%v: %+v %v", codec, res, err)
-			}
-			rb, got, err := kafkatest.Records(out)
-			if err != nil {
-				t.Fatalf("%v: %v", codec, err)
-			}
-			if !kafkaCRCOK(out) || rb.FirstOffset != 77 || rb.LastOffsetDelta != 499 || rb.NumRecords != 167 || kafkatest.Codec(rb.Attributes&7) != codec {
-				t.Fatalf("%v: header %+v", codec, rb)
-			}
-			if !bytes.Equal(out[:batchLengthPos], orig[:batchLengthPos]) || !bytes.Equal(out[batchLeaderEpochPos:batchCRCPos], orig[batchLeaderEpochPos:batchCRCPos]) ||
-				!bytes.Equal(out[batchLastOffsetDeltaPos:batchNumRecordsPos], orig[batchLastOffsetDeltaPos:batchNumRecordsPos]) {
-				t.Fatalf("%v: header fields changed", codec)
-			}
-			for i, r := range got {
-				if r.OffsetDelta != int32(3*i) || string(r.Key) != fmt.Sprint("key-", 3*i) {
-					t.Fatalf("%v: record %d: %+v", codec, i, r)
-				}
-			}
-			// Keep all: the very same bytes. Keep none: an uncompressed empty batch.
-			same, res, _, _ := filterBatch(orig, nil, func(*recordView, int64) bool { return true })
-			if res.changed || &same[0] != &orig[0] {
-				t.Fatalf("%v: keep-all rewrote the batch", codec)
-			}
-			empty, res, _, _ := filterBatch(orig, nil, func(*recordView, int64) bool { return false })
-			if len(empty) != batchHeaderSize || res.tombstonesRemoved != 1 || !kafkaCRCOK(empty) || be.Uint16(empty[batchAttributesPos:])&codecMask != 0 {
-				t.Fatalf("%v: empty batch %d bytes %+v", codec, len(empty), res)
-			}
-			if _, recs, err := kafkatest.Records(empty); err != nil || len(recs) != 0 {
-				t.Fatalf("%v: empty batch: %v", codec, err)
-			}
-		}
-	}
-}
-
-func TestCheckRecordKeys(t *testing.T) {
-	for _, codec := range kafkatest.Codecs {
-		if err := CheckRecordKeys(kvBatch(1, codec, false, rec("a", "1"), tomb("b"))); err != nil {
-			t.Fatalf("%v: %v", codec, err)
-		}
-		if err := CheckRecordKeys(kvBatch(1, codec, false, rec("a", "1"), kv{val: []byte("x")})); !errors.Is(err, ErrNullKey) {
-			t.Fatalf("%v: %v", codec, err)
-		}
-		b := kvBatch(1, codec, false, rec("a", "1"))
-		b[len(b)-1] ^= 0x55
-		if err := CheckRecordKeys(b); !errors.Is(err, ErrInvalidBatch) {
-			t.Fatalf("%v: damaged: %v", codec, err)
-		}
-	}
-	// A batch that inflates beyond the limit is refused, not decoded.
-	old := maxDecompressedBatch
-	maxDecompressedBatch = 1000
-	defer func() { maxDecompressedBatch = old }()
-	for _, codec := range kafkatest.Codecs[1:] {
-		big := kvBatch(1, codec, false, rec("a", string(make([]byte, 5000))))
-		if err := CheckRecordKeys(big); !errors.Is(err, ErrInvalidBatch) {
-			t.Fatalf("%v: too large: %v", codec, err)
-		}
-	}
-}
-
-// FuzzCompactBatch feeds the batch decode/filter/rewrite path arbitrary bytes: it must
-// never panic, and what it rewrites must decode again to exactly the records it kept.
-func FuzzCompactBatch(f *testing.F) {
-	for i, codec := range kafkatest.Codecs {
-		f.Add(kvBatch(5, codec, i%2 == 0, rec("a", "1"), tomb("b"), rec("a", "2"), kv{val: []byte("k")}), uint8(0b101))
-	}
-	f.Add(makeBatch(3, 1, 10, 1), uint8(1))
-	f.Add([]byte{}, uint8(0))
-	old := maxDecompressedBatch
-	maxDecompressedBatch = 1 << 20
-	defer func() { maxDecompressedBatch = old }()
-	f.Fuzz(func(t *testing.T, batch []byte, pattern uint8) {
-		orig := append([]byte(nil), batch...)
-		keep := func(r *recordView, off int64) bool { return pattern>>(uint64(off)%8)&1 != 0 }
-		_ = CheckRecordKeys(batch)
-		out, res, _, err := filterBatch(batch, nil, keep)
-		if !bytes.Equal(batch, orig) {
-			t.Fatal("input modified")
-		}
-		if err != nil || !res.changed {
-			return
-		}
-		if checkBatch(out) != nil || !kafkaCRCOK(out) {
-			t.Fatal("rewritten batch malformed")
-		}
-		if !bytes.Equal(out[:batchLengthPos], batch[:batchLengthPos]) || !bytes.Equal(out[batchLastOffsetDeltaPos:batchNumRecordsPos], batch[batchLastOffsetDeltaPos:batchNumRecordsPos]) {
-			t.Fatal("header changed")
-		}
-		before, _, err := decodeBatchRecords(batch, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		after, _, err := decodeBatchRecords(out, nil)
-		if err != nil {
-			t.Fatalf("rewritten batch does not decode: %v", err)
-		}
-		var want [][]byte
-		for i := range before {
-			if keep(&before[i], batchBase(batch)+int64(before[i].offsetDelta)) {
-				want = append(want, before[i].raw)
-			}
-		}
-		if len(after) != len(want) || len(after) != res.kept {
-			t.Fatalf("%d records after, want %d", len(after), len(want))
-		}
-		for i := range after {
-			if !bytes.Equal(after[i].raw, want[i]) {
-				t.Fatalf("record %d differs", i)
-			}
-		}
-		// Filtering again keeps everything and changes nothing.
-		if again, res2, _, err := filterBatch(out, nil, func(*recordView, int64) bool { return true }); err != nil || res2.changed || !bytes.Equal(again, out) {
-			t.Fatalf("second filter: %+v %v", res2, err)
-		}
 	})
 }

@@ -2,7 +2,10 @@
 // offset and time indexes, crash recovery, retention and truncation, all reached through
 // a narrow filesystem seam (FS). It knows nothing of Kafka requests, Raft messages or
 // acknowledgements: it stores entries, reports its log end and flushed boundaries, and
-// makes data durable only when Flush is called.
+// makes data durable only when Flush is called. What a data entry's payload means, the
+// Kafka RecordBatch v2 format (its header, CRC, records and codecs, and the rewrite of a
+// batch that compaction asks for), belongs to package recordbatch; storage decides only
+// which batches to check, keep or rewrite.
 //
 // It must never: import a package above it (raft, partition, broker, kafka); touch a file
 // except through FS; serve a byte of an entry whose CRC32C this process has not checked

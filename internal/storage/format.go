@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -29,19 +31,6 @@ const (
 	timeIndexSuffix = ".timeindex"
 	tmpSuffix       = ".tmp"
 	checkpointName  = "log-start-offset.checkpoint"
-)
-
-// RecordBatch v2 header layout (Kafka protocol).
-const (
-	batchBaseOffsetPos      = 0  // int64
-	batchLengthPos          = 8  // int32: bytes after this field
-	batchLeaderEpochPos     = 12 // int32 partitionLeaderEpoch
-	batchMagicPos           = 16 // int8
-	batchCRCPos             = 17 // uint32 CRC32C of bytes [21:]
-	batchAttributesPos      = 21 // int16
-	batchLastOffsetDeltaPos = 23 // int32
-	batchMaxTimestampPos    = 35 // int64
-	batchHeaderSize         = 61
 )
 
 func segmentName(baseIndex uint64) string { return fmt.Sprintf("%020d", baseIndex) }
@@ -122,36 +111,14 @@ type entryMeta struct {
 
 func (m *entryMeta) endOffset() int64 { return m.baseOffset + int64(m.records) }
 
-// checkBatch does the cheap sanity checks Append and recovery apply to a data payload.
+// checkBatch applies recordbatch.Check, the cheap framing checks Append and recovery hold a
+// data payload to.
 func checkBatch(b []byte) error {
-	if len(b) < batchHeaderSize {
-		return fmt.Errorf("%w: %d bytes, want at least %d", ErrInvalidBatch, len(b), batchHeaderSize)
-	}
-	return checkBatchHead(b, int64(len(b)))
-}
-
-// batchHeadSize is how much of a batch checkBatchHead reads: up to lastOffsetDelta.
-const batchHeadSize = batchLastOffsetDeltaPos + 4
-
-// checkBatchHead applies checkBatch's checks to the first batchHeadSize bytes of a batch
-// whose whole length is size (at least batchHeaderSize), so that readers which fetch only
-// headers (the sendfile path) hold batches to the same rules as those which read them whole.
-func checkBatchHead(head []byte, size int64) error {
-	if n := int32(be.Uint32(head[batchLengthPos:])); int64(n) != size-12 {
-		return fmt.Errorf("%w: batchLength %d does not match %d bytes", ErrInvalidBatch, n, size)
-	}
-	if head[batchMagicPos] != 2 {
-		return fmt.Errorf("%w: magic %d, want 2", ErrInvalidBatch, head[batchMagicPos])
-	}
-	if d := int32(be.Uint32(head[batchLastOffsetDeltaPos:])); d < 0 {
-		return fmt.Errorf("%w: lastOffsetDelta %d", ErrInvalidBatch, d)
+	if err := recordbatch.Check(b); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
 	return nil
 }
-
-func batchRecords(b []byte) int32 { return int32(be.Uint32(b[batchLastOffsetDeltaPos:])) + 1 }
-func batchMaxTs(b []byte) int64   { return int64(be.Uint64(b[batchMaxTimestampPos:])) }
-func batchBase(b []byte) int64    { return int64(be.Uint64(b[batchBaseOffsetPos:])) }
 
 // appendEntry encodes one entry onto buf: header, then the payload, with a data payload's
 // baseOffset and partitionLeaderEpoch fields set (outside the batch CRC, so it stays valid).
@@ -167,8 +134,8 @@ func appendEntry(buf []byte, e *Entry) []byte {
 	buf = append(buf, e.Data...)
 	if e.Type == EntryData {
 		p := buf[start+entryHeaderSize:]
-		be.PutUint64(p[batchBaseOffsetPos:], uint64(e.BaseOffset))
-		be.PutUint32(p[batchLeaderEpochPos:], uint32(int32(e.Term)))
+		recordbatch.SetBaseOffset(p, e.BaseOffset)
+		recordbatch.SetLeaderEpoch(p, int32(e.Term))
 	}
 	ent := buf[start:]
 	be.PutUint32(ent[4:8], entryCRC(ent))
@@ -194,8 +161,8 @@ type parsedEntry struct {
 func (p *parsedEntry) meta(offset int64) entryMeta {
 	m := entryMeta{index: p.index, term: p.term, typ: p.typ, baseOffset: offset, maxTs: -1, size: p.size}
 	if p.typ == EntryData {
-		m.records = batchRecords(p.payload)
-		m.maxTs = batchMaxTs(p.payload)
+		m.records = recordbatch.Records(p.payload)
+		m.maxTs = recordbatch.MaxTimestamp(p.payload)
 	}
 	return m
 }
@@ -210,14 +177,15 @@ func entryLength(lengthField []byte, avail int64) (int64, bool) {
 
 // entryShapeOK checks everything about an entry that validEntry does except the CRC32C,
 // from its header and the head of its payload: the type, and for a data entry the batch's
-// framing and that it starts at offset. head holds the first entryHeaderSize+batchHeadSize
-// bytes of the entry, or all of a shorter one; total is the entry's whole size.
+// framing and that it starts at offset. head holds the first entryHeaderSize +
+// recordbatch.HeadSize bytes of the entry, or all of a shorter one; total is the entry's
+// whole size.
 func entryShapeOK(head []byte, total int64, offset int64) bool {
 	switch EntryType(head[24]) {
 	case EntryData:
 		size, p := total-entryHeaderSize, head[entryHeaderSize:]
-		return size >= batchHeaderSize && len(p) >= batchHeadSize &&
-			checkBatchHead(p, size) == nil && batchBase(p) == offset
+		return size >= recordbatch.HeaderSize && len(p) >= recordbatch.HeadSize &&
+			recordbatch.CheckHead(p, size) == nil && recordbatch.BaseOffset(p) == offset
 	case EntryInternal:
 		return true
 	}

@@ -2,53 +2,30 @@ package storage
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"time"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // makeBatch builds a Kafka RecordBatch v2 with n records whose timestamps are
-// firstTs, firstTs+1, ..., each with a value of valueSize bytes derived from seed.
-// baseOffset is 0 and partitionLeaderEpoch -1, as a producer sends it.
+// firstTs, firstTs+1, ..., each with a null key and a value of valueSize bytes derived from
+// seed. baseOffset is 0 and partitionLeaderEpoch -1, as a producer sends it.
 func makeBatch(n int, firstTs int64, valueSize int, seed byte) []byte {
-	var recs []byte
-	for i := 0; i < n; i++ {
-		var body []byte
-		body = append(body, 0) // attributes
-		body = binary.AppendVarint(body, int64(i))
-		body = binary.AppendVarint(body, int64(i))
-		body = binary.AppendVarint(body, -1) // null key
-		body = binary.AppendVarint(body, int64(valueSize))
-		for j := 0; j < valueSize; j++ {
-			body = append(body, seed+byte(i*31+j))
+	recs := make([]recordbatch.NewRecord, n)
+	for i := range recs {
+		v := make([]byte, valueSize)
+		for j := range v {
+			v[j] = seed + byte(i*31+j)
 		}
-		body = binary.AppendVarint(body, 0) // headers
-		recs = binary.AppendVarint(recs, int64(len(body)))
-		recs = append(recs, body...)
+		recs[i] = recordbatch.NewRecord{Value: v, TimestampDelta: int64(i)}
 	}
-	b := make([]byte, batchHeaderSize, batchHeaderSize+len(recs))
-	binary.BigEndian.PutUint64(b[0:], 0)
-	binary.BigEndian.PutUint32(b[8:], uint32(batchHeaderSize-12+len(recs)))
-	binary.BigEndian.PutUint32(b[12:], 0xffffffff)
-	b[16] = 2
-	binary.BigEndian.PutUint16(b[21:], 0)
-	binary.BigEndian.PutUint32(b[23:], uint32(n-1))
-	binary.BigEndian.PutUint64(b[27:], uint64(firstTs))
-	binary.BigEndian.PutUint64(b[35:], uint64(firstTs+int64(n)-1))
-	binary.BigEndian.PutUint64(b[43:], ^uint64(0))
-	binary.BigEndian.PutUint16(b[51:], 0xffff)
-	binary.BigEndian.PutUint32(b[53:], 0xffffffff)
-	binary.BigEndian.PutUint32(b[57:], uint32(n))
-	b = append(b, recs...)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	return recordbatch.Encode(recordbatch.PlainHeader(firstTs, firstTs+int64(n)-1), recs)
 }
 
-// kafkaCRCOK reports whether a batch's own CRC32C (over bytes [21:]) is valid.
+// kafkaCRCOK reports whether a batch's own CRC32C is valid.
 func kafkaCRCOK(b []byte) bool {
-	return len(b) >= batchHeaderSize &&
-		binary.BigEndian.Uint32(b[17:]) == crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli))
+	return len(b) >= recordbatch.HeaderSize && recordbatch.CRCValid(b)
 }
 
 // splitBatches splits ReadBatches output into batches, checking each one's framing,
@@ -58,21 +35,21 @@ func splitBatches(t tT, b []byte) [][]byte {
 	var out [][]byte
 	var next int64 = -1
 	for len(b) > 0 {
-		if len(b) < batchHeaderSize {
+		if len(b) < recordbatch.HeaderSize {
 			t.Fatalf("trailing %d bytes", len(b))
 		}
-		n := int(binary.BigEndian.Uint32(b[8:])) + 12
-		if n > len(b) {
+		n := recordbatch.Size(b)
+		if n > int64(len(b)) {
 			t.Fatalf("batch of %d bytes, only %d left", n, len(b))
 		}
 		batch := b[:n]
 		if !kafkaCRCOK(batch) {
-			t.Fatalf("batch at offset %d: bad Kafka CRC", batchBase(batch))
+			t.Fatalf("batch at offset %d: bad Kafka CRC", recordbatch.BaseOffset(batch))
 		}
-		if next >= 0 && batchBase(batch) != next {
-			t.Fatalf("batch base %d, want %d (not consecutive)", batchBase(batch), next)
+		if next >= 0 && recordbatch.BaseOffset(batch) != next {
+			t.Fatalf("batch base %d, want %d (not consecutive)", recordbatch.BaseOffset(batch), next)
 		}
-		next = batchBase(batch) + int64(batchRecords(batch))
+		next = recordbatch.BaseOffset(batch) + int64(recordbatch.Records(batch))
 		out = append(out, batch)
 		b = b[n:]
 	}
@@ -140,8 +117,8 @@ func (m *model) leo() int64 {
 func patched(e Entry) []byte {
 	d := append([]byte(nil), e.Data...)
 	if e.Type == EntryData {
-		binary.BigEndian.PutUint64(d[0:], uint64(e.BaseOffset))
-		binary.BigEndian.PutUint32(d[12:], uint32(int32(e.Term)))
+		recordbatch.SetBaseOffset(d, e.BaseOffset)
+		recordbatch.SetLeaderEpoch(d, int32(e.Term))
 	}
 	return d
 }

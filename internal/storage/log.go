@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // Log is one partition's log. See the package documentation for the format and the
@@ -228,8 +230,8 @@ func (l *Log) Append(entries []Entry) error {
 		e := &entries[i]
 		e.BaseOffset = leo
 		if e.Type == EntryData {
-			e.Records = batchRecords(e.Data)
-			e.MaxTimestamp = batchMaxTs(e.Data)
+			e.Records = recordbatch.Records(e.Data)
+			e.MaxTimestamp = recordbatch.MaxTimestamp(e.Data)
 		} else {
 			e.Records = 0
 			e.MaxTimestamp = -1

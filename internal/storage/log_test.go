@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 func TestAppendAssignsOffsetsAndPatches(t *testing.T) {
@@ -59,8 +61,8 @@ func TestAppendAssignsOffsetsAndPatches(t *testing.T) {
 	if len(bs) != 2 {
 		t.Fatalf("%d batches", len(bs))
 	}
-	if batchBase(bs[1]) != 3 || int32(be.Uint32(bs[1][12:])) != 2 || int32(be.Uint32(bs[0][12:])) != 1 {
-		t.Fatalf("patched fields: base %d epochs %d %d", batchBase(bs[1]), int32(be.Uint32(bs[0][12:])), int32(be.Uint32(bs[1][12:])))
+	if recordbatch.BaseOffset(bs[1]) != 3 || int32(be.Uint32(bs[1][recordbatch.LeaderEpochPos:])) != 2 || int32(be.Uint32(bs[0][recordbatch.LeaderEpochPos:])) != 1 {
+		t.Fatalf("patched fields: base %d epochs %d %d", recordbatch.BaseOffset(bs[1]), int32(be.Uint32(bs[0][recordbatch.LeaderEpochPos:])), int32(be.Uint32(bs[1][recordbatch.LeaderEpochPos:])))
 	}
 	if l.UnflushedBytes() == 0 || l.FlushedIndex() != 0 || l.FlushedOffset() != 0 {
 		t.Fatalf("before flush: unflushed %d flushedIndex %d", l.UnflushedBytes(), l.FlushedIndex())
@@ -173,8 +175,8 @@ func TestReadBatchesSemantics(t *testing.T) {
 			if len(bs) != 1 {
 				t.Fatalf("offset %d: %d batches with maxBytes 1", off, len(bs))
 			}
-			if b := batchBase(bs[0]); b > off || b+int64(batchRecords(bs[0])) <= off {
-				t.Fatalf("offset %d: got batch %d+%d", off, b, batchRecords(bs[0]))
+			if b := recordbatch.BaseOffset(bs[0]); b > off || b+int64(recordbatch.Records(bs[0])) <= off {
+				t.Fatalf("offset %d: got batch %d+%d", off, b, recordbatch.Records(bs[0]))
 			}
 		}
 	}
@@ -505,7 +507,7 @@ func TestAdvanceLogStart(t *testing.T) {
 		t.Fatalf("read below log start: %v", err)
 	}
 	got, err := l.ReadBatches(1, 1, 100) // offset 1 is inside batch 0..2
-	if err != nil || batchBase(got) != 0 {
+	if err != nil || recordbatch.BaseOffset(got) != 0 {
 		t.Fatalf("read at log start inside batch: %v", err)
 	}
 	m.check(t, l)
@@ -795,7 +797,7 @@ func TestScanBatches(t *testing.T) {
 	}
 	var got []int64
 	err := l.ScanBatches(func(base int64, b []byte) error {
-		if !kafkaCRCOK(b) || batchBase(b) != base {
+		if !kafkaCRCOK(b) || recordbatch.BaseOffset(b) != base {
 			t.Fatalf("bad batch at %d", base)
 		}
 		got = append(got, base)
@@ -1035,7 +1037,7 @@ func TestConcurrentStructuralOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	bs := splitBatches(t, got)
-	if len(bs) == 0 || batchBase(bs[len(bs)-1])+2 != l.LogEndOffset() {
+	if len(bs) == 0 || recordbatch.BaseOffset(bs[len(bs)-1])+2 != l.LogEndOffset() {
 		t.Fatal("final read does not reach the log end")
 	}
 }

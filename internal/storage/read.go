@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // readable is checked by the read paths: a failed log can still serve what it has.
@@ -185,8 +187,8 @@ func (l *Log) readSegmentBatches(pn pinned, sel *batchSelection, out []byte) ([]
 		if e.typ != EntryData {
 			continue
 		}
-		base := batchBase(e.payload)
-		if sel.take(base, base+int64(batchRecords(e.payload)), int64(len(e.payload))) {
+		base := recordbatch.BaseOffset(e.payload)
+		if sel.take(base, base+int64(recordbatch.Records(e.payload)), int64(len(e.payload))) {
 			out = append(out, e.payload...)
 		} else if sel.done {
 			return out, nil
@@ -371,11 +373,11 @@ func (l *Log) scanForTimestamp(pn pinned, ts, lso int64) (int64, int64, bool, er
 		if e.typ != EntryData {
 			continue
 		}
-		base := batchBase(e.payload)
-		if base+int64(batchRecords(e.payload)) <= lso {
+		base := recordbatch.BaseOffset(e.payload)
+		if base+int64(recordbatch.Records(e.payload)) <= lso {
 			continue
 		}
-		if mts := batchMaxTs(e.payload); mts >= ts {
+		if mts := recordbatch.MaxTimestamp(e.payload); mts >= ts {
 			return max(base, lso), mts, true, nil
 		}
 	}
@@ -418,12 +420,12 @@ func (l *Log) ScanBatches(fn func(baseOffset int64, batch []byte) error) error {
 			return nil
 		}
 		for len(b) > 0 {
-			n := int(int32(be.Uint32(b[batchLengthPos:]))) + 12
+			n := int(recordbatch.Size(b))
 			batch := b[:n:n]
-			if err := fn(batchBase(batch), batch); err != nil {
+			if err := fn(recordbatch.BaseOffset(batch), batch); err != nil {
 				return err
 			}
-			next = batchBase(batch) + int64(batchRecords(batch))
+			next = recordbatch.BaseOffset(batch) + int64(recordbatch.Records(batch))
 			b = b[n:]
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // afterCrash reopens the log after a power loss and checks it against the model: the
@@ -411,7 +413,7 @@ func FuzzRecovery(f *testing.F) {
 			t.Fatal(err)
 		}
 		got, err := l.ReadBatches(e.BaseOffset, 1, e.BaseOffset+2)
-		if err != nil || batchBase(got) != e.BaseOffset || !kafkaCRCOK(got) {
+		if err != nil || recordbatch.BaseOffset(got) != e.BaseOffset || !kafkaCRCOK(got) {
 			t.Fatalf("read back appended batch: %v", err)
 		}
 	})
@@ -444,11 +446,11 @@ func checkServedPrefix(t *testing.T, l *Log, m *model) {
 		if len(bs) == 0 {
 			t.Fatalf("no progress at %d", next)
 		}
-		if batchBase(bs[0]) != next {
-			t.Fatalf("read at %d started at %d", next, batchBase(bs[0]))
+		if recordbatch.BaseOffset(bs[0]) != next {
+			t.Fatalf("read at %d started at %d", next, recordbatch.BaseOffset(bs[0]))
 		}
 		last := bs[len(bs)-1]
-		next = batchBase(last) + int64(batchRecords(last))
+		next = recordbatch.BaseOffset(last) + int64(recordbatch.Records(last))
 		served = append(served, b...)
 	}
 	var want []byte
@@ -523,7 +525,7 @@ func TestBitRotInTrustedSegment(t *testing.T) {
 		t.Fatalf("read behind the damaged batch: %v", err)
 	}
 	next := l.segs[1].baseOffset
-	if got, err := l.ReadBatches(next, 1<<20, m.leo()); err != nil || batchBase(got) != next {
+	if got, err := l.ReadBatches(next, 1<<20, m.leo()); err != nil || recordbatch.BaseOffset(got) != next {
 		t.Fatalf("read in the next segment: %v", err)
 	}
 }
@@ -616,7 +618,7 @@ func FuzzOpenArbitrarySegment(f *testing.F) {
 				t.Fatalf("ReadBatches over the recovered log: %v", err)
 			}
 			bs := splitBatches(t, b)
-			if len(bs) == 0 || batchBase(bs[0]) != l.LogStartOffset() {
+			if len(bs) == 0 || recordbatch.BaseOffset(bs[0]) != l.LogStartOffset() {
 				t.Fatalf("read from %d served %d batches", l.LogStartOffset(), len(bs))
 			}
 		}
@@ -635,7 +637,7 @@ func FuzzOpenArbitrarySegment(f *testing.F) {
 			t.Fatal(err)
 		}
 		got, err := l.ReadBatches(app[0].BaseOffset, 1, app[0].BaseOffset+2)
-		if err != nil || batchBase(got) != app[0].BaseOffset || !kafkaCRCOK(got) {
+		if err != nil || recordbatch.BaseOffset(got) != app[0].BaseOffset || !kafkaCRCOK(got) {
 			t.Fatalf("read back appended batch: %v", err)
 		}
 	})

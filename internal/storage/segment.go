@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // offEntry is one sparse offset-index point: the entry at pos starts at Kafka offset
@@ -455,7 +457,7 @@ func (r *entryReader) next() (parsedEntry, int, error) {
 	r.pos += total
 	r.index++
 	if p.typ == EntryData {
-		r.offset += int64(batchRecords(p.payload))
+		r.offset += int64(recordbatch.Records(p.payload))
 	}
 	return p, readOK, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // ErrNoFileSlices reports that a read cannot be answered with file slices: the segment
@@ -141,7 +143,7 @@ func (l *Log) sliceSegmentBatches(pn pinned, sel *batchSelection, out *BatchSlic
 const (
 	hdrWindow     = 16 << 10
 	hdrSmallEntry = 1 << 10
-	hdrPeekSize   = entryHeaderSize + batchHeadSize
+	hdrPeekSize   = entryHeaderSize + recordbatch.HeadSize
 )
 
 var hdrBufPool = sync.Pool{New: func() any { return new([hdrWindow]byte) }}
@@ -207,7 +209,7 @@ func (h *headerScanner) next() (slicedEntry, int, error) {
 	e := slicedEntry{typ: EntryType(b[24]), size: total - entryHeaderSize}
 	if e.typ == EntryData {
 		p := b[entryHeaderSize:]
-		e.base, e.records = batchBase(p), batchRecords(p)
+		e.base, e.records = recordbatch.BaseOffset(p), recordbatch.Records(p)
 		// Only data entries tell the batch sizes to expect: a few small internal entries
 		// between large batches must not make the scanner read large payloads.
 		h.large = total > hdrSmallEntry

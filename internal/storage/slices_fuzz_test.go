@@ -3,6 +3,8 @@ package storage
 import (
 	"os"
 	"testing"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // FuzzHeaderScannerMatchesEntryReader walks arbitrary segment bytes with the sendfile
@@ -22,7 +24,7 @@ func FuzzHeaderScannerMatchesEntryReader(f *testing.F) {
 	} {
 		e.BaseOffset = offset
 		if e.Type == EntryData {
-			offset += int64(batchRecords(e.Data))
+			offset += int64(recordbatch.Records(e.Data))
 		}
 		valid = appendEntry(valid, &e)
 		f.Add(valid, uint64(5), int64(100), uint16(i))
@@ -61,8 +63,8 @@ func FuzzHeaderScannerMatchesEntryReader(f *testing.F) {
 				if ss != readOK || se.typ != pe.typ || se.size != int64(len(pe.payload)) {
 					t.Fatalf("entry %d at %d: reader took %v/%d bytes, scanner said %d (%+v)", steps, at, pe.typ, len(pe.payload), ss, se)
 				}
-				if pe.typ == EntryData && (se.base != batchBase(pe.payload) || se.records != batchRecords(pe.payload)) {
-					t.Fatalf("entry %d at %d: scanner saw batch %d+%d, reader %d+%d", steps, at, se.base, se.records, batchBase(pe.payload), batchRecords(pe.payload))
+				if pe.typ == EntryData && (se.base != recordbatch.BaseOffset(pe.payload) || se.records != recordbatch.Records(pe.payload)) {
+					t.Fatalf("entry %d at %d: scanner saw batch %d+%d, reader %d+%d", steps, at, se.base, se.records, recordbatch.BaseOffset(pe.payload), recordbatch.Records(pe.payload))
 				}
 				if h.pos != r.pos || h.index != r.index || h.offset != r.offset {
 					t.Fatalf("entry %d: scanner at %d/%d/%d, reader at %d/%d/%d", steps, h.pos, h.index, h.offset, r.pos, r.index, r.offset)

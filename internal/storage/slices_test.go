@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // materialize reads the slices' bytes back, as sendfile would send them.
@@ -269,8 +270,8 @@ func TestReadBatchSlicesStructuralDamage(t *testing.T) {
 		{"index", func(e int64) int64 { return e + 15 }},
 		{"type", func(e int64) int64 { return e + 24 }},
 		{"base offset", func(e int64) int64 { return e + entryHeaderSize + 7 }},
-		{"magic", func(e int64) int64 { return e + entryHeaderSize + batchMagicPos }},
-		{"payload", func(e int64) int64 { return e + entryHeaderSize + batchHeaderSize + 3 }},
+		{"magic", func(e int64) int64 { return e + entryHeaderSize + recordbatch.MagicPos }},
+		{"payload", func(e int64) int64 { return e + entryHeaderSize + recordbatch.HeaderSize + 3 }},
 	} {
 		t.Run(damage.name, func(t *testing.T) {
 			f, err := os.OpenFile(name, os.O_RDWR, 0)
@@ -450,7 +451,7 @@ func TestReadBatchSlicesNeverServeUncheckedDamage(t *testing.T) {
 					}
 				}
 			}
-			at := entry + entryHeaderSize + batchHeaderSize + 5
+			at := entry + entryHeaderSize + recordbatch.HeaderSize + 5
 			flip := func() {
 				f, err := os.OpenFile(name, os.O_RDWR, 0)
 				if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 const produceVersion = 9
@@ -192,7 +194,7 @@ func TestBadProduce(t *testing.T) {
 	t.Run("length-beyond-data", func(t *testing.T) {
 		before := endOffsets(t, adm, topic)
 		batch := simpleBatch("len", 2)
-		binary.BigEndian.PutUint32(batch[8:12], uint32(len(batch)-12+100))
+		binary.BigEndian.PutUint32(batch[recordbatch.LengthPos:], uint32(len(batch)-recordbatch.LengthEnd+100))
 		expectProduceErrorIn(t, rawProduce(t, b, -1, topic, 0, batch), []int16{2, 87},
 			"batch whose length field runs 100 bytes past the data")
 		stillServedAndUnchanged(t, b, topic, before)

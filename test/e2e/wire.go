@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // rawConn is a bare Kafka connection: requests are written exactly as built, with the
@@ -128,8 +129,6 @@ func (rc *rawConn) waitClosed(timeout time.Duration) ([]byte, error) {
 
 // ---- record batches ----
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 type kv struct {
 	key, value []byte
 	tsDelta    int64 // record timestamp = batch first timestamp + tsDelta
@@ -152,8 +151,7 @@ type batchSpec struct {
 	numRecords  *int32
 }
 
-// buildBatch encodes an uncompressed RecordBatch v2 with a correct length and CRC32C
-// (computed over the bytes from the attributes, offset 21, to the end).
+// buildBatch encodes an uncompressed RecordBatch v2 with a correct length and CRC32C.
 func buildBatch(s batchSpec) []byte {
 	ts := s.timestamp
 	if ts == 0 {
@@ -162,10 +160,7 @@ func buildBatch(s batchSpec) []byte {
 	var recs []byte
 	maxTS := ts
 	for i, r := range s.records {
-		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value, TimestampDelta64: r.tsDelta}
-		enc := rec.AppendTo(nil)
-		rec.Length = int32(len(enc) - 1) // the zero length took one varint byte
-		recs = rec.AppendTo(recs)
+		recs = recordbatch.AppendRecord(recs, int32(i), recordbatch.NewRecord{Key: r.key, Value: r.value, TimestampDelta: r.tsDelta})
 		maxTS = max(maxTS, ts+r.tsDelta)
 	}
 	if s.rawRecords != nil {
@@ -175,27 +170,13 @@ func buildBatch(s batchSpec) []byte {
 	if s.numRecords != nil {
 		num = *s.numRecords
 	}
-	rb := kmsg.RecordBatch{
-		FirstOffset:          s.firstOffset,
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		Attributes:           s.attributes,
-		LastOffsetDelta:      int32(len(s.records) - 1),
-		FirstTimestamp:       ts,
-		MaxTimestamp:         maxTS,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           num,
-		Records:              recs,
-	}
+	h := recordbatch.PlainHeader(ts, maxTS)
+	h.BaseOffset, h.Attributes = s.firstOffset, s.attributes
+	h.LastOffsetDelta, h.NumRecords = int32(len(s.records)-1), num
 	if s.producerID >= 0 {
-		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = s.producerID, s.producerEpoch, s.firstSequence
+		h.ProducerID, h.ProducerEpoch, h.BaseSequence = s.producerID, s.producerEpoch, s.firstSequence
 	}
-	raw := rb.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], castagnoli))
-	return raw
+	return recordbatch.Assemble(h, recs)
 }
 
 // simpleBatch is a batch without a producer id holding n records "<prefix>-i".

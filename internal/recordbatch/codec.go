@@ -1,4 +1,4 @@
-package storage
+package recordbatch
 
 import (
 	"bytes"
@@ -13,25 +13,12 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// Compression codecs, as RecordBatch attributes bits 0-2 name them.
-const (
-	codecNone   = 0
-	codecGzip   = 1
-	codecSnappy = 2
-	codecLZ4    = 3
-	codecZstd   = 4
-	codecMask   = 0x07
+// maxDecompressed bounds the decompressed records of one batch: a batch whose records would
+// inflate beyond it does not decode (its errors match ErrMalformed), so that a few bytes
+// cannot make a decoder allocate without bound. A variable so tests can lower it.
+var maxDecompressed = 256 << 20
 
-	attrTransactional = 0x10
-	attrControl       = 0x20
-)
-
-// maxDecompressedBatch bounds the decompressed records of one batch. A batch that would
-// inflate beyond it is treated as undecodable: compaction leaves it as it is, and the
-// produce check for compacted topics rejects it. A variable so tests can lower it.
-var maxDecompressedBatch = 256 << 20
-
-// errTooLarge reports a batch whose records inflate beyond maxDecompressedBatch.
+// errTooLarge reports a batch whose records inflate beyond maxDecompressed.
 var errTooLarge = errors.New("decompressed records too large")
 
 // xerialMagic starts snappy data in the framing of the Java client's xerial snappy stream:
@@ -44,14 +31,15 @@ const (
 	xerialChunk      = 32 << 10 // uncompressed bytes per chunk when writing
 )
 
-// decompressRecords returns the records section of a batch in plain form. For codecNone it
-// returns src itself.
-func decompressRecords(codec int, src []byte) ([]byte, error) {
-	limit := maxDecompressedBatch
+// Decompress returns a records section compressed with codec in plain form; for CodecNone
+// it returns src itself. It fails, rather than allocate, for one that would inflate beyond
+// the package's bound (256 MiB).
+func Decompress(codec int, src []byte) ([]byte, error) {
+	limit := maxDecompressed
 	switch codec {
-	case codecNone:
+	case CodecNone:
 		return src, nil
-	case codecGzip:
+	case CodecGzip:
 		zr, _ := gzipReaders.Get().(*gzip.Reader)
 		var err error
 		if zr == nil {
@@ -64,17 +52,17 @@ func decompressRecords(codec int, src []byte) ([]byte, error) {
 		}
 		defer gzipReaders.Put(zr)
 		return readLimited(zr, limit)
-	case codecSnappy:
+	case CodecSnappy:
 		if bytes.HasPrefix(src, xerialMagic) {
 			return unsnappyXerial(src, limit)
 		}
 		return unsnappyBlock(nil, src, limit)
-	case codecLZ4:
+	case CodecLZ4:
 		zr := lz4Readers.Get().(*lz4.Reader)
 		zr.Reset(bytes.NewReader(src))
 		defer lz4Readers.Put(zr)
 		return readLimited(zr, limit)
-	case codecZstd:
+	case CodecZstd:
 		return unzstd(src, limit)
 	}
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
@@ -101,16 +89,16 @@ func compressPooled(pool *sync.Pool, plain []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// compressRecords compresses plain records with codec. For snappy it uses the framing of
-// like, the batch's original compressed records: xerial chunks if like had them, else one
+// Compress compresses a plain records section with codec. For snappy it uses the framing
+// of like, a batch's original compressed records: xerial chunks if like had them, else one
 // raw block.
-func compressRecords(codec int, plain, like []byte) ([]byte, error) {
+func Compress(codec int, plain, like []byte) ([]byte, error) {
 	switch codec {
-	case codecNone:
+	case CodecNone:
 		return plain, nil
-	case codecGzip:
+	case CodecGzip:
 		return compressPooled(&gzipWriters, plain)
-	case codecSnappy:
+	case CodecSnappy:
 		if !bytes.HasPrefix(like, xerialMagic) {
 			return snappy.Encode(nil, plain), nil
 		}
@@ -127,9 +115,9 @@ func compressRecords(codec int, plain, like []byte) ([]byte, error) {
 			rest = rest[n:]
 		}
 		return out, nil
-	case codecLZ4:
+	case CodecLZ4:
 		return compressPooled(&lz4Writers, plain)
-	case codecZstd:
+	case CodecZstd:
 		enc, err := zstdEncoder()
 		if err != nil {
 			return nil, err
@@ -220,7 +208,7 @@ var (
 
 func zstdInit() {
 	zstdDec, zstdInitErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(maxDecompressedBatch)))
+		zstd.WithDecoderMaxMemory(uint64(maxDecompressed)))
 	if zstdInitErr != nil {
 		return
 	}
@@ -259,3 +247,7 @@ func unzstd(src []byte, limit int) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// XerialFramed reports whether a snappy records section is in the xerial stream framing of
+// the Java client rather than one raw block.
+func XerialFramed(section []byte) bool { return bytes.HasPrefix(section, xerialMagic) }
