@@ -10,6 +10,7 @@
 #   cluster three brokers, RF=3: 3 rounds of acks=all runs bracketed by disk runs, one acks=1
 #           run, latency at offered 20 and 40 MB/s; CPU and heap profiles of each broker.
 # Usage: scripts/bench.sh [single|cluster|all]   (results, JSON and profiles in $OUT)
+# CAIRN_BIN=path measures that binary instead of building this tree.
 # Ports 31092-31644 and 41092-43644 on 127.0.0.1 must be free; data goes under $WORK.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,11 @@ WORK=${WORK:-/tmp/cairn-bench}
 OUT=${OUT:-$WORK/out}
 B=$WORK/cairn
 mkdir -p "$OUT"
-go build -o "$B" ./cmd/cairn || exit 1
+if [ -n "${CAIRN_BIN:-}" ]; then
+	B=$CAIRN_BIN # a binary built elsewhere, such as the base of a change (see bench_ab.sh)
+else
+	go build -o "$B" ./cmd/cairn || exit 1
+fi
 
 pids=()
 stop_all() {
