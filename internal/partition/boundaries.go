@@ -3,6 +3,7 @@ package partition
 import (
 	"math"
 	"slices"
+	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 
@@ -69,7 +70,12 @@ func (p *Partition) refresh() {
 	}
 	p.applied = st.Applied
 	p.progress = st.Progress
-	p.noteCaughtUpLocked(b, st.LogEnd, p.now())
+	// Only a leader keeps the lag window, so a follower's refresh does not read the clock.
+	var now time.Time
+	if b.IsLeader {
+		now = p.now()
+	}
+	p.noteCaughtUpLocked(b, st.LogEnd, now)
 	p.advanceLocked(func(cur *Boundaries) {
 		// A boundary read from the log a moment earlier may lag what the caller of
 		// refresh already saw; offsets of one term never go back.
