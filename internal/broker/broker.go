@@ -177,7 +177,7 @@ func New(cfg Config) (*Broker, error) {
 
 	// One registry routes every inbound message. Each part registers its own types when it
 	// exists: the host and this package's below, the controller service in cluster.New.
-	reg := rpc.NewRegistry()
+	reg := rpc.NewRegistry(cfg.Logger.With("node", cfg.NodeID))
 	tr, err := rpc.New(rpc.Options{
 		NodeID: cfg.NodeID, ClusterID: rpcClusterName, ListenAddr: cfg.RPCAddr, Logger: cfg.Logger,
 		Handler: reg.Dispatch,

@@ -54,7 +54,7 @@ func newCluster(t *testing.T, nodes, groups int) *cluster {
 	t.Cleanup(c.close)
 	for _, id := range c.ids {
 		n := &node{id: id, ls: map[uint64]*raft.LogStorage{}}
-		reg := rpc.NewRegistry()
+		reg := rpc.NewRegistry(nil)
 		tr, err := rpc.New(rpc.Options{
 			NodeID: int32(id), ClusterID: "raftrpc-test", ListenAddr: "127.0.0.1:0",
 			Handler:    reg.Dispatch,
