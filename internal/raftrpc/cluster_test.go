@@ -19,7 +19,7 @@ import (
 )
 
 // node is one broker of the test: a real rpc.Transport on loopback and a raft.Host joined
-// by a Sender and a Handler.
+// by a Sender one way and Register the other.
 type node struct {
 	id     uint64
 	tr     *rpc.Transport
