@@ -152,6 +152,7 @@ var (
 	descRPCRefused   = prometheus.NewDesc("cairn_rpc_send_backpressure_total", "Sends to a peer refused because its queue was full (Raft probes the peer again).", peerLabels, nil)
 	descRPCQueued    = prometheus.NewDesc("cairn_rpc_queued_bytes", "Encoded bytes queued for a peer, including the batch being written.", peerLabels, nil)
 	descRPCConnected = prometheus.NewDesc("cairn_rpc_peer_connected", "1 if the outbound connection to a peer is open.", peerLabels, nil)
+	descRPCUnhandled = prometheus.NewDesc("cairn_rpc_messages_unhandled_total", "Inter-broker messages received and dropped because no handler is registered for their type: a type this release does not know (a newer broker's), or one that came while the node started. The log names the first of each type and its sender.", nil, nil)
 )
 
 // rpcCollector exports the inter-broker transport's counters: a full queue or dropped
@@ -159,10 +160,11 @@ var (
 type rpcCollector struct{ b *broker.Broker }
 
 func (c *rpcCollector) Describe(ch chan<- *prometheus.Desc) {
-	describe(ch, descRPCSentMsgs, descRPCSentBytes, descRPCRecvBytes, descRPCDropped, descRPCRefused, descRPCQueued, descRPCConnected)
+	describe(ch, descRPCSentMsgs, descRPCSentBytes, descRPCRecvBytes, descRPCDropped, descRPCRefused, descRPCQueued, descRPCConnected, descRPCUnhandled)
 }
 
 func (c *rpcCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descRPCUnhandled, prometheus.CounterValue, float64(c.b.UnhandledRPCMessages()))
 	for _, p := range c.b.RPCStats().Peers {
 		peer := strconv.Itoa(int(p.ID))
 		for _, m := range []struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/broker"
 	"github.com/cairn-io/cairn/internal/kafkatest"
+	"github.com/cairn-io/cairn/internal/rpc"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -101,5 +102,44 @@ func TestAdminEndpoints(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// An inter-broker message of a type this release does not know, as a newer broker sends
+// during a rolling upgrade, shows on /metrics: it is dropped, and an operator can see so.
+func TestMetricsCountUnhandledRPCMessages(t *testing.T) {
+	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", FS: storage.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	srv := httptest.NewServer(NewServer(b, NewMetrics(b)))
+	defer srv.Close()
+	if _, metrics := get(t, srv, "/metrics"); !strings.Contains(metrics, "cairn_rpc_messages_unhandled_total 0") {
+		t.Fatal("/metrics lacks cairn_rpc_messages_unhandled_total 0")
+	}
+
+	const unknown uint8 = 250
+	if _, ok := rpc.LookupType(unknown); ok {
+		t.Fatalf("type %d is in the table now: pick one that is not", unknown)
+	}
+	newer, err := rpc.New(rpc.Options{NodeID: 2, ClusterID: "cairn", ListenAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newer.Close()
+	newer.SetPeer(b.NodeID(), b.RPCAddr())
+	if err := newer.Send(b.NodeID(), unknown, []byte("from a newer release")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, metrics := get(t, srv, "/metrics")
+		if strings.Contains(metrics, "cairn_rpc_messages_unhandled_total 1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("/metrics never counted the unhandled message")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -177,7 +177,7 @@ func New(cfg Config) (*Broker, error) {
 
 	// One registry routes every inbound message. Each part registers its own types when it
 	// exists: the host and this package's below, the controller service in cluster.New.
-	reg := rpc.NewRegistry()
+	reg := rpc.NewRegistry(cfg.Logger.With("node", cfg.NodeID))
 	tr, err := rpc.New(rpc.Options{
 		NodeID: cfg.NodeID, ClusterID: rpcClusterName, ListenAddr: cfg.RPCAddr, Logger: cfg.Logger,
 		Handler: reg.Dispatch,
@@ -301,6 +301,10 @@ func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 
 // RPCStats returns the inter-broker transport's per-peer counters.
 func (b *Broker) RPCStats() rpc.Stats { return b.transport.Stats() }
+
+// UnhandledRPCMessages counts the inter-broker messages received of a type no part of this
+// node registers (a newer broker's, or one that came before its owner was created): dropped.
+func (b *Broker) UnhandledRPCMessages() uint64 { return b.messages.Dropped() }
 
 // RPCAddr is the address the inter-broker transport listens on.
 func (b *Broker) RPCAddr() string { return b.cfg.RPCAddr }

@@ -145,13 +145,19 @@ func TestRecreatedTopicStartsEmptyAndOrphansGo(t *testing.T) {
 }
 
 // Every message type of the table reaches a handler on a running broker: a type added to
-// the table without its handler would be dropped by every broker.
+// the table without its handler would be dropped by every broker. So does every number of
+// a block, which a newer broker may send: its owner refuses it visibly.
 func TestEveryMessageTypeIsRegistered(t *testing.T) {
 	b := open(t, storage.NewMemFS())
 	defer b.Close()
 	for _, mt := range rpc.MessageTypes() {
 		if !b.messages.Registered(mt.Type) {
 			t.Errorf("message type %d (%s of %s) has no handler", mt.Type, mt.Name, mt.Owner)
+		}
+	}
+	for typ := range 256 {
+		if blk, ok := rpc.LookupBlock(uint8(typ)); ok && !b.messages.Registered(uint8(typ)) {
+			t.Errorf("number %d of the block %d-%d of %s has no handler", typ, blk.First, blk.Last, blk.Owner)
 		}
 	}
 }

@@ -14,12 +14,14 @@
 //
 // A broker builds one rpc.Registry, one rpc.Transport whose Handler is the registry's
 // Dispatch, and one raft.Host over the transport (raftrpc.NewHost, with raftrpc.Register on
-// the registry). New registers this package's message types (MsgJoinRequest to
-// MsgHeartbeat, numbered in internal/rpc/types.go) on Options.Registry, routed to Handle, so
-// they reach the service from its creation: before Run sends anything, and so before any
-// join or proposal response can arrive. The transport must be started before Run, because
-// forming a cluster dials the seeds and they dial back; messages of this package's types
-// that arrive before New are dropped by the registry, and their senders retry.
+// the registry). New registers this package's block of message types (16-31 in
+// internal/rpc/types.go: MsgJoinRequest to MsgHeartbeat, and the numbers kept for later
+// ones) on Options.Registry, so they reach the service from its creation: before Run sends
+// anything, and so before any join or proposal response can arrive. A number of the block
+// this release has no type for is refused as malformed, counted and logged. The transport
+// must be started before Run, because forming a cluster dials the seeds and they dial back;
+// messages of this package's types that arrive before New are dropped by the registry, and
+// their senders retry.
 //
 // # Cluster ids
 //
@@ -41,7 +43,7 @@
 // added it to group 0 as a learner, and then adds group 0 bootstrapped with the
 // configuration the leader sent (the founders' voters are in no log entry, so the log alone
 // could not tell it), and registers. Every broker then proposes RegisterBroker with a fresh incarnation (a counter
-// kept in Dir) and Start returns once that registration is applied locally. A directory
+// kept in Dir) and Run returns once that registration is applied locally. A directory
 // that already holds group 0 is reopened: its committed entries are replayed into the
 // state, peers are set from it, and the broker registers again with a higher incarnation.
 //

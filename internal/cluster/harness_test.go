@@ -47,7 +47,7 @@ func testLogger(t *testing.T, id int32) *slog.Logger {
 // newNode starts node id's transport (on listen; "127.0.0.1:0" for any port) and host.
 func newNode(t *testing.T, id int32, listen string, fs *storage.MemFS) *node {
 	t.Helper()
-	n := &node{t: t, id: id, fs: fs, reg: rpc.NewRegistry()}
+	n := &node{t: t, id: id, fs: fs, reg: rpc.NewRegistry(testLogger(t, id))}
 	tr, err := rpc.New(rpc.Options{
 		NodeID: id, ClusterID: "cairn-test", ListenAddr: listen, Handler: n.reg.Dispatch,
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,

@@ -12,6 +12,11 @@ import (
 
 // The rpc message types of this package, from the table of internal/rpc/types.go. Every
 // payload starts with msgVersion; the layouts are in the encode functions below.
+//
+// New registers the whole block the table keeps for this package (rpc.ClusterBlockFirst to
+// rpc.ClusterBlockLast), not only these: a number of the block that this release does not
+// know, sent by a newer broker during a rolling upgrade, reaches handle, which refuses it as
+// malformed (counted in DroppedMessages and logged) instead of the registry dropping it.
 const (
 	MsgJoinRequest     = rpc.MsgJoinRequest     // joiner → any broker: add me to group 0
 	MsgJoinResponse    = rpc.MsgJoinResponse    // broker → joiner: added, or who the leader is
@@ -19,13 +24,6 @@ const (
 	MsgProposeResponse = rpc.MsgProposeResponse // leader → proposer: applied at index, with its result
 	MsgHeartbeat       = rpc.MsgBrokerHeartbeat // any broker → controller leader: I am alive
 )
-
-// messageTypes are the types New registers for Handle.
-var messageTypes = []uint8{MsgJoinRequest, MsgJoinResponse, MsgProposeRequest, MsgProposeResponse, MsgHeartbeat}
-
-// IsMessageType reports whether an rpc message type is in the block the table keeps for this
-// package (rpc.ClusterBlockFirst to rpc.ClusterBlockLast), all of which Handle claims.
-func IsMessageType(t uint8) bool { return t >= rpc.ClusterBlockFirst && t <= rpc.ClusterBlockLast }
 
 const msgVersion = 1
 

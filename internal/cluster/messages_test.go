@@ -3,13 +3,18 @@ package cluster
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairn-io/cairn/internal/controller"
 	"github.com/cairn-io/cairn/internal/kafkatest"
 	"github.com/cairn-io/cairn/internal/recordbatch"
+	"github.com/cairn-io/cairn/internal/rpc"
 	"github.com/cairn-io/cairn/internal/storage"
 )
 
@@ -70,8 +75,10 @@ func TestMessagesRoundTrip(t *testing.T) {
 	}
 }
 
-// TestGarbageRefused feeds every message type random and mutated payloads through Handle
-// of a service that is not running: each is claimed, refused without a panic, and counted.
+// TestGarbageRefused feeds every number of the cluster block random payloads, and every
+// message type mutated ones, through the node's registry as the transport delivers them, to
+// a service that is not running: each reaches the service, is refused without a panic, and
+// is counted. Messages of other types never reach it.
 func TestGarbageRefused(t *testing.T) {
 	n := newNode(t, 1, "127.0.0.1:0", storage.NewMemFS())
 	defer n.stop()
@@ -80,23 +87,32 @@ func TestGarbageRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.Handle(1, 1, []byte("raft")) || s.Handle(1, 15, nil) || s.Handle(1, 32, nil) {
-		t.Fatal("claimed a message of another type")
+	deliver := n.reg.Dispatch
+	deliver(1, 1, []byte("raft")) // raftrpc's, which drops it
+	deliver(1, 15, nil)           // nobody's: the registry drops both
+	deliver(1, 32, nil)
+	if s.DroppedMessages() != 0 || n.recv.Dropped.Load() != 1 || n.reg.Dropped() != 2 {
+		t.Fatalf("claimed a message of another type: service dropped %d, raftrpc %d, registry %d",
+			s.DroppedMessages(), n.recv.Dropped.Load(), n.reg.Dropped())
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	refused := uint64(0)
 	for typ := uint8(16); typ <= 31; typ++ {
+		if !n.reg.Registered(typ) {
+			t.Fatalf("type %d not claimed", typ)
+		}
 		for range 200 {
 			b := make([]byte, rng.IntN(64))
 			for i := range b {
 				b[i] = byte(rng.Uint32())
 			}
-			if !s.Handle(2, typ, b) {
-				t.Fatalf("type %d not claimed", typ)
-			}
+			deliver(2, typ, b)
 			if _, err := decodeMessage(typ, b); err != nil {
 				refused++
 			}
+		}
+		if got := s.DroppedMessages(); got != refused {
+			t.Fatalf("after type %d: the service dropped %d, want %d", typ, got, refused)
 		}
 	}
 	for typ, ms := range sampleMessages() {
@@ -105,7 +121,7 @@ func TestGarbageRefused(t *testing.T) {
 			for i := range b {
 				c := bytes.Clone(b)
 				c[i] ^= 0xff
-				s.Handle(2, typ, c)
+				deliver(2, typ, c)
 				if _, err := decodeMessage(typ, c); err != nil {
 					refused++
 				}
@@ -113,10 +129,69 @@ func TestGarbageRefused(t *testing.T) {
 		}
 	}
 	// A well-formed message from an impossible sender is refused too.
-	s.Handle(0, MsgHeartbeat, heartbeat{Incarnation: 1, RPCAddr: "x:1"}.encode())
+	deliver(0, MsgHeartbeat, heartbeat{Incarnation: 1, RPCAddr: "x:1"}.encode())
 	refused++
 	if got := s.DroppedMessages(); got != refused || refused == 0 {
 		t.Fatalf("dropped %d, want %d", got, refused)
+	}
+	if n.reg.Dropped() != 2 {
+		t.Fatalf("the registry dropped %d messages of the cluster block", n.reg.Dropped()-2)
+	}
+}
+
+// logSink collects a logger's output, written from any goroutine.
+type logSink struct {
+	mu  sync.Mutex
+	out strings.Builder
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.Write(p)
+}
+
+func (l *logSink) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.String()
+}
+
+// A message of a number in the cluster block that this release has no type for (a newer
+// broker's, during a rolling upgrade) crosses the transport to the service, which counts and
+// logs it, instead of vanishing in the registry.
+func TestUnknownClusterTypeReachesTheService(t *testing.T) {
+	const newer uint8 = 21
+	if _, ok := rpc.LookupType(newer); ok {
+		t.Fatalf("type %d is in the table now: pick a number of the block that is not", newer)
+	}
+	n := newNode(t, 1, "127.0.0.1:0", storage.NewMemFS())
+	defer n.stop()
+	var logs logSink
+	opts := n.options(nil)
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	tx, err := rpc.New(rpc.Options{NodeID: 2, ClusterID: "cairn-test", ListenAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	tx.SetPeer(1, n.addr)
+	if err := tx.Send(1, newer, []byte{msgVersion, 7}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the service to drop the message", func() bool { return s.DroppedMessages() == 1 })
+	if line := logs.String(); !strings.Contains(line, "dropping a malformed cluster message") ||
+		!strings.Contains(line, "from=2") || !strings.Contains(line, "unknown type 21") {
+		t.Fatalf("log: %q", line)
+	}
+	if n.reg.Dropped() != 0 {
+		t.Fatalf("the registry dropped %d messages", n.reg.Dropped())
 	}
 }
 

@@ -143,14 +143,10 @@ func resultOf(r proposeResponse) controller.Result {
 	return res
 }
 
-// Handle takes an rpc message of the broker's transport; the registry New registers on
-// routes this package's types here. It returns false if msgType is not in this package's
-// block (IsMessageType); otherwise the message is handled or, if malformed, dropped and
-// counted. It never blocks for long.
-func (s *Service) Handle(from int32, msgType uint8, payload []byte) bool {
-	if !IsMessageType(msgType) {
-		return false
-	}
+// handle is the rpc handler New registers for this package's block of message types: a
+// message is handled or, if malformed (a number of the block this release has no type for
+// included), dropped, counted and logged. It never blocks for long.
+func (s *Service) handle(from int32, msgType uint8, payload []byte) {
 	m, err := decodeMessage(msgType, payload)
 	if err == nil && from <= 0 {
 		err = fmt.Errorf("%w: sender id %d", errBadMessage, from)
@@ -158,7 +154,7 @@ func (s *Service) Handle(from int32, msgType uint8, payload []byte) bool {
 	if err != nil {
 		s.dropped.Add(1)
 		s.log.Warn("dropping a malformed cluster message", "from", from, "type", msgType, "err", err)
-		return true
+		return
 	}
 	switch m := m.(type) {
 	case joinRequest:
@@ -185,7 +181,6 @@ func (s *Service) Handle(from int32, msgType uint8, payload []byte) bool {
 	case heartbeat:
 		s.handleHeartbeat(from, m)
 	}
-	return true
 }
 
 // spawnBounded is spawn with at most maxInflight requests at once.

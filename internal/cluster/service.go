@@ -73,8 +73,8 @@ type Options struct {
 	// Transport is the broker's rpc transport, started before Run; the service sets the
 	// peers it learns.
 	Transport *rpc.Transport
-	// Registry is the transport's message registry: New registers this package's message
-	// types on it, routed to Handle.
+	// Registry is the transport's message registry: New registers this package's block of
+	// message types on it.
 	Registry *rpc.Registry
 	// Seeds are the RPC addresses of the founding brokers; empty forms a cluster of this
 	// broker alone.
@@ -134,26 +134,10 @@ type Service struct {
 	verdicts  map[int32]bool
 }
 
-// Start creates the service and runs it (New, then Run): it returns once this broker is
-// registered in the controller state and that registration is applied locally, or ctx ends.
-// On error nothing is left running.
-func Start(ctx context.Context, opts Options) (*Service, error) {
-	s, err := New(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Run(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
 // New opens group 0's log in opts.Dir, replays its committed entries into the state and
-// registers this package's message types on opts.Registry, routed to Handle (a registry
-// holds one service: a second New on it fails). It adds nothing to the host and sends
-// nothing; messages are dropped until Run has added group 0. Call Run next, and Close in the
-// end.
+// registers this package's block of message types on opts.Registry (a registry holds one
+// service: a second New on it fails). It adds nothing to the host and sends nothing;
+// messages are dropped until Run has added group 0. Call Run next, and Close in the end.
 func New(opts Options) (*Service, error) {
 	switch {
 	case opts.NodeID <= 0:
@@ -199,7 +183,7 @@ func New(opts Options) (*Service, error) {
 	}
 	err = s.replay()
 	if err == nil {
-		if err = opts.Registry.Register(func(from int32, typ uint8, p []byte) { s.Handle(from, typ, p) }, messageTypes...); err != nil {
+		if err = opts.Registry.RegisterBlock(s.handle, rpc.ClusterBlockFirst, rpc.ClusterBlockLast); err != nil {
 			err = fmt.Errorf("cluster: %w", err)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 // node is one broker of the test: a real rpc.Transport on loopback and a raft.Host joined
-// by a Sender and a Handler.
+// by a Sender one way and Register the other.
 type node struct {
 	id     uint64
 	tr     *rpc.Transport
@@ -54,7 +54,7 @@ func newCluster(t *testing.T, nodes, groups int) *cluster {
 	t.Cleanup(c.close)
 	for _, id := range c.ids {
 		n := &node{id: id, ls: map[uint64]*raft.LogStorage{}}
-		reg := rpc.NewRegistry()
+		reg := rpc.NewRegistry(nil)
 		tr, err := rpc.New(rpc.Options{
 			NodeID: int32(id), ClusterID: "raftrpc-test", ListenAddr: "127.0.0.1:0",
 			Handler:    reg.Dispatch,

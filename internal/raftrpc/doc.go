@@ -11,7 +11,7 @@
 //
 // # Wiring
 //
-// A broker wires one node as: reg := rpc.NewRegistry(); tr := rpc.New(opts with Handler
+// A broker wires one node as: reg := rpc.NewRegistry(logger); tr := rpc.New(opts with Handler
 // reg.Dispatch); h, s := NewHost(tr, hostOptions); Register(reg, h, stats); tr.Start().
 // NewHost builds the host and its Sender together, because each needs the other; Register
 // takes MsgType, raft's entry in the table of internal/rpc/types.go, for the host.

@@ -17,7 +17,7 @@ type Reporter interface {
 	ReportSnapshot(group, peer uint64, ok bool) error
 }
 
-// Stepper is the part of *raft.Host a Handler delivers received batches to.
+// Stepper is the part of *raft.Host that Register delivers received batches to.
 type Stepper interface {
 	Step(b *raft.Batch)
 }
@@ -63,9 +63,11 @@ func NewHost(t *rpc.Transport, opts raft.HostOptions) (*raft.Host, *Sender) {
 	return h, s
 }
 
-// Register routes the registry's raft messages (MsgType) to host, through Handler.
+// Register routes the registry's raft messages (MsgType) to host: each is decoded and
+// stepped into host with From set to the sender's authenticated node id, or, if it does not
+// decode or comes from an invalid node id, dropped. stats, if not nil, receives the counters.
 func Register(reg *rpc.Registry, host Stepper, stats *ReceiveStats) error {
-	return reg.Register(Handler(host, stats), MsgType)
+	return reg.Register(handler(host, stats), MsgType)
 }
 
 // Stats returns the sender's counters.
@@ -126,24 +128,19 @@ func (s *Sender) fail(to uint64, b *raft.Batch) {
 	}
 }
 
-// ReceiveStats are a Handler's cumulative counters.
+// ReceiveStats are the cumulative counters of the raft messages Register routes.
 type ReceiveStats struct {
 	// Batches counts payloads delivered to the host, Dropped those that did not decode or
 	// came from an invalid node id.
 	Batches, Dropped atomic.Uint64
 }
 
-// Handler returns an rpc.Handler that decodes messages of type MsgType and steps them into
-// host, with From set to the sender's authenticated node id. Messages of other types are
-// ignored (through Register it sees none). stats, if not nil, receives the counters.
-func Handler(host Stepper, stats *ReceiveStats) rpc.Handler {
+// handler is the rpc.Handler Register routes MsgType to; the registry gives it no other type.
+func handler(host Stepper, stats *ReceiveStats) rpc.Handler {
 	if stats == nil {
 		stats = &ReceiveStats{}
 	}
-	return func(from int32, msgType uint8, payload []byte) {
-		if msgType != MsgType {
-			return
-		}
+	return func(from int32, _ uint8, payload []byte) {
 		id, ok := RaftID(from)
 		if !ok {
 			stats.Dropped.Add(1)

@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-io/cairn/internal/rpc"
 )
 
-// fakeHost records what a Sender reports and what a Handler steps.
+// fakeHost records what a Sender reports and what Register's handler steps.
 type fakeHost struct {
 	mu          sync.Mutex
 	unreachable []string // "group→peer"
@@ -118,7 +118,11 @@ func TestSenderSplitsLargeBatches(t *testing.T) {
 	const frame = 64 << 10
 	f := &fakeHost{}
 	recv := &ReceiveStats{}
-	rx, err := rpc.New(rpc.Options{NodeID: 2, ClusterID: "c", ListenAddr: "127.0.0.1:0", MaxFrameBytes: frame, Handler: Handler(f, recv)})
+	reg := rpc.NewRegistry(nil)
+	if err := Register(reg, f, recv); err != nil {
+		t.Fatal(err)
+	}
+	rx, err := rpc.New(rpc.Options{NodeID: 2, ClusterID: "c", ListenAddr: "127.0.0.1:0", MaxFrameBytes: frame, Handler: reg.Dispatch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +184,11 @@ func TestSenderSplitsLargeBatches(t *testing.T) {
 func TestHandlerDropsGarbage(t *testing.T) {
 	f := &fakeHost{}
 	stats := &ReceiveStats{}
-	h := Handler(f, stats)
+	reg := rpc.NewRegistry(nil)
+	if err := Register(reg, f, stats); err != nil {
+		t.Fatal(err)
+	}
+	h := reg.Dispatch
 	good, err := EncodeBatch(&raft.Batch{Written: []raft.WrittenReport{{Group: 1, Term: 1, Index: 1}}})
 	if err != nil {
 		t.Fatal(err)
@@ -190,12 +198,16 @@ func TestHandlerDropsGarbage(t *testing.T) {
 	h(0, MsgType, good)       // not a node id
 	h(-4, MsgType, good)      // not a node id
 	h(3, MsgType+1, []byte{}) // another message type: not ours, not counted
-	if len(f.batches) != 0 || stats.Dropped.Load() != 4 || stats.Batches.Load() != 0 {
-		t.Fatalf("stepped %d, stats %d/%d", len(f.batches), stats.Batches.Load(), stats.Dropped.Load())
+	if len(f.batches) != 0 || stats.Dropped.Load() != 4 || stats.Batches.Load() != 0 || reg.Dropped() != 1 {
+		t.Fatalf("stepped %d, stats %d/%d, registry dropped %d", len(f.batches), stats.Batches.Load(), stats.Dropped.Load(), reg.Dropped())
 	}
 	h(3, MsgType, good)
 	if len(f.batches) != 1 || f.batches[0].From != 3 || stats.Batches.Load() != 1 {
 		t.Fatalf("stepped %+v, stats %d/%d", f.batches, stats.Batches.Load(), stats.Dropped.Load())
 	}
-	Handler(f, nil)(3, MsgType, nil) // nil stats is allowed
+	unstated := rpc.NewRegistry(nil)
+	if err := Register(unstated, f, nil); err != nil { // nil stats is allowed
+		t.Fatal(err)
+	}
+	unstated.Dispatch(3, MsgType, nil)
 }

@@ -27,9 +27,12 @@
 // the transport's Handler; each package registers its types with its handler when it is
 // constructed (raftrpc.Register, cluster.New, broker.New), before or after the transport
 // starts. Registering a type twice fails at once (ErrTypeTaken), as does a type outside the
-// table. A received message whose type has no handler, not yet or at all, is dropped and
-// counted (Registry.Dropped) and the connection stays open: every sender retries or repeats
-// what it still needs.
+// table. The table also keeps blocks of numbers for an owner's future types (internal/cluster
+// has 16-31): the owner registers its whole block (RegisterBlock), so a number of the block
+// that only a newer release knows reaches the owner, which refuses it visibly. A received
+// message whose type has no handler, not yet or at all, is dropped and counted
+// (Registry.Dropped), the first of each type is logged, and the connection stays open: every
+// sender retries or repeats what it still needs.
 //
 // # Delivery guarantees
 //

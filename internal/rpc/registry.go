@@ -1,17 +1,21 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 )
 
-// Errors returned by Registry.Register.
+// Errors returned by Registry.Register and Registry.RegisterBlock.
 var (
-	ErrTypeTaken   = errors.New("rpc: message type already registered")
-	ErrUnknownType = errors.New("rpc: message type not in the table (internal/rpc/types.go)")
+	errNoHandler    = errors.New("rpc: registering needs a handler and at least one message type")
+	ErrTypeTaken    = errors.New("rpc: message type already registered")
+	ErrUnknownType  = errors.New("rpc: message type not in the table (internal/rpc/types.go)")
+	ErrUnknownBlock = errors.New("rpc: message block not in the table (internal/rpc/types.go)")
 )
 
 // Registry routes each received message to the handler registered for its type. Its Dispatch
@@ -26,13 +30,21 @@ var (
 //
 // All methods are safe for concurrent use.
 type Registry struct {
-	mu      sync.Mutex // serialises Register; Dispatch takes no lock
+	log     *slog.Logger
+	mu      sync.Mutex // serialises registration; Dispatch takes no lock
 	routes  [256]atomic.Pointer[Handler]
 	dropped atomic.Uint64
+	logged  [256]atomic.Bool // the type's first drop has been logged
 }
 
-// NewRegistry returns a registry with no handler.
-func NewRegistry() *Registry { return &Registry{} }
+// NewRegistry returns a registry with no handler. logger (nil: discard) hears of the first
+// dropped message of each type.
+func NewRegistry(logger *slog.Logger) *Registry {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Registry{log: logger}
+}
 
 // Register routes every message of the given types to h. Each type must be in the table
 // (types.go) and registered once per registry: a second registration of a type is refused
@@ -40,17 +52,40 @@ func NewRegistry() *Registry { return &Registry{} }
 // another's messages. Register is all or nothing: on error no type is registered.
 func (r *Registry) Register(h Handler, types ...uint8) error {
 	if h == nil || len(types) == 0 {
-		return errors.New("rpc: Register needs a handler and at least one message type")
+		return errNoHandler
 	}
+	for _, t := range types {
+		if _, ok := LookupType(t); !ok {
+			return fmt.Errorf("%w: %d", ErrUnknownType, t)
+		}
+	}
+	return r.route(h, types)
+}
+
+// RegisterBlock routes every number from first to last to h, those of the table's types and
+// those no type has yet. The range must be one of the table's blocks exactly (LookupBlock),
+// and none of its numbers registered already (ErrTypeTaken); like Register, it is all or
+// nothing.
+func (r *Registry) RegisterBlock(h Handler, first, last uint8) error {
+	if h == nil {
+		return errNoHandler
+	}
+	if b, ok := LookupBlock(first); !ok || b.First != first || b.Last != last {
+		return fmt.Errorf("%w: %d-%d", ErrUnknownBlock, first, last)
+	}
+	types := make([]uint8, 0, int(last-first)+1)
+	for t := int(first); t <= int(last); t++ {
+		types = append(types, uint8(t))
+	}
+	return r.route(h, types)
+}
+
+func (r *Registry) route(h Handler, types []uint8) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, t := range types {
-		mt, ok := LookupType(t)
-		if !ok {
-			return fmt.Errorf("%w: %d", ErrUnknownType, t)
-		}
 		if r.routes[t].Load() != nil || slices.Contains(types[:i], t) {
-			return fmt.Errorf("%w: %d (%s, owned by %s)", ErrTypeTaken, t, mt.Name, mt.Owner)
+			return fmt.Errorf("%w: %d (%s)", ErrTypeTaken, t, describeType(t))
 		}
 	}
 	for _, t := range types {
@@ -59,17 +94,42 @@ func (r *Registry) Register(h Handler, types ...uint8) error {
 	return nil
 }
 
+// describeType names a number for logs and errors, from the table.
+func describeType(t uint8) string {
+	if mt, ok := LookupType(t); ok {
+		return fmt.Sprintf("%s, owned by %s", mt.Name, mt.Owner)
+	}
+	if b, ok := LookupBlock(t); ok {
+		return fmt.Sprintf("no type yet, in the block %d-%d of %s", b.First, b.Last, b.Owner)
+	}
+	return "not in the table"
+}
+
 // Registered reports whether a type has a handler.
 func (r *Registry) Registered(t uint8) bool { return r.routes[t].Load() != nil }
 
 // Dispatch hands one received message to the handler of its type, or drops and counts it
 // when the type has none. It is an rpc Handler.
+//
+// The first drop of each type is logged, naming the type and the sender: at warning level
+// for a number outside the table, which a broker of a newer release sends and this one
+// cannot read; at info level for a type of the table, whose owner has not registered yet
+// while the node starts (its sender retries).
 func (r *Registry) Dispatch(from int32, msgType uint8, payload []byte) {
 	if h := r.routes[msgType].Load(); h != nil {
 		(*h)(from, msgType, payload)
 		return
 	}
 	r.dropped.Add(1)
+	if r.logged[msgType].Swap(true) {
+		return
+	}
+	level := slog.LevelWarn
+	if _, ok := LookupType(msgType); ok {
+		level = slog.LevelInfo
+	}
+	r.log.Log(context.Background(), level, "rpc: dropping a message of a type no handler is registered for; later ones of this type are only counted",
+		"from", from, "type", msgType, "known_as", describeType(msgType))
 }
 
 // Dropped counts the received messages whose type had no handler.

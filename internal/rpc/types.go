@@ -5,9 +5,10 @@ package rpc
 // no package writes a message number of its own. The transport itself gives the numbers no
 // meaning: the owner named in each entry does.
 //
-// A new message type gets a new number, a constant below and an entry in messageTypes. A
-// number is never reused for another meaning: a broker of the previous release still sends
-// the old one during a rolling upgrade.
+// A new message type gets a new number (from its owner's block, if it has one: see
+// messageBlocks), a constant below and an entry in messageTypes. A number is never reused for
+// another meaning: a broker of the previous release still sends the old one during a rolling
+// upgrade.
 const (
 	MsgRaft uint8 = 1 // internal/raftrpc: raft batches of many groups
 
@@ -22,12 +23,36 @@ const (
 	MsgForwardResponse uint8 = 34 // internal/broker: the leader's answer to a forwarded produce
 )
 
-// The block of numbers kept for internal/cluster, its present types and future ones: its
-// Service.Handle claims every number of the block as its own.
+// The block of numbers kept for internal/cluster, its present types and future ones.
 const (
 	ClusterBlockFirst uint8 = 16
 	ClusterBlockLast  uint8 = 31
 )
+
+// MessageBlock is a range of numbers the table keeps for one owner: the types it has now and
+// the ones a later release adds. The owner registers the whole block (Registry.RegisterBlock),
+// so that a number it does not know yet, sent by a newer broker during a rolling upgrade,
+// reaches the owner, which refuses it visibly, instead of being dropped by the registry.
+type MessageBlock struct {
+	First, Last uint8
+	Owner       string
+}
+
+// messageBlocks must not overlap, and every type of the table inside a block belongs to the
+// block's owner (the table test checks both).
+var messageBlocks = []MessageBlock{
+	{First: ClusterBlockFirst, Last: ClusterBlockLast, Owner: "internal/cluster"},
+}
+
+// LookupBlock returns the block a number lies in, and whether there is one.
+func LookupBlock(t uint8) (MessageBlock, bool) {
+	for _, b := range messageBlocks {
+		if t >= b.First && t <= b.Last {
+			return b, true
+		}
+	}
+	return MessageBlock{}, false
+}
 
 // MessageType describes one entry of the table.
 type MessageType struct {
