@@ -190,3 +190,22 @@ func TestKillTogether(t *testing.T) {
 		}
 	}
 }
+
+// WaitListed needs every broker running: one that is down fails the wait at once (e2e
+// started them all, so it has lost one), while WaitListedSkippingDown leaves it out (a
+// fault schedule may have it down).
+func TestWaitListedAndDownBrokers(t *testing.T) {
+	down := newFake(t, "ok", Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err := WaitListed(ctx, 1, down)
+	if err == nil || !strings.Contains(err.Error(), "broker 1 is not running") {
+		t.Fatalf("WaitListed with a broker down: %v, want it reported not running", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("WaitListed with a broker down waited for its context to end")
+	}
+	if err := WaitListedSkippingDown(ctx, 1, down); err != nil {
+		t.Fatalf("WaitListedSkippingDown with the only broker down: %v, want nothing to wait for", err)
+	}
+}

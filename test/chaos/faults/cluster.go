@@ -206,11 +206,12 @@ func (c *Cluster) Client(opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append(base, opts...)...)
 }
 
-// WaitFormed waits until every running broker lists all N brokers in its metadata.
+// WaitFormed waits until every running broker lists all N brokers in its metadata (a
+// broker the schedule has down is not waited for).
 func (c *Cluster) WaitFormed(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
 	defer cancel()
-	return harness.WaitListed(ctx, len(c.brokers), c.common()...)
+	return harness.WaitListedSkippingDown(ctx, len(c.brokers), c.common()...)
 }
 
 func (c *Cluster) common() []*harness.Broker {
