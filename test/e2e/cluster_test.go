@@ -54,9 +54,10 @@ func launchTogether(t *testing.T, bs []*Broker) {
 	}
 }
 
-// waitListed waits until every broker lists all of them. A broker is ready once its own
-// registration is applied; tests start from every broker listing every other (placement
-// counts the live brokers it knows).
+// waitListed waits until every broker runs and lists all of them; one that is down fails
+// the test (see harness.WaitListed). A broker is ready once its own registration is
+// applied; tests start from every broker listing every other (placement counts the live
+// brokers it knows).
 func waitListed(t *testing.T, bs []*Broker) {
 	t.Helper()
 	for _, b := range bs {

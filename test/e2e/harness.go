@@ -91,14 +91,16 @@ type Broker struct {
 	opts BrokerOpts
 }
 
-// startBroker starts a broker on free loopback ports with a fresh data directory, waits
-// until it reports ready, and registers a cleanup that stops it (SIGTERM, expecting exit 0).
+// startBroker starts a broker on free loopback ports (or on opts.Addrs) with a fresh data
+// directory, waits until it reports ready, and registers a cleanup that stops it (SIGTERM,
+// expecting exit 0). A start that finds a port taken is tried again, on other free ports or
+// on the same opts.Addrs.
 func startBroker(t testing.TB, opts BrokerOpts) *Broker {
 	t.Helper()
 	b := newBroker(t, opts)
 	launch := func() error { return b.LaunchOnFreePorts(context.Background(), nil) }
 	if opts.Addrs != nil {
-		launch = func() error { return b.Launch(context.Background()) }
+		launch = func() error { return b.LaunchOnFixedPorts(context.Background()) }
 	}
 	if err := launch(); err != nil {
 		t.Fatalf("starting broker: %v\nlog tail:\n%s", err, harness.TailFile(b.LogPath, 60))

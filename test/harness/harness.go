@@ -39,7 +39,8 @@ const (
 	DefaultStopTimeout  = 30 * time.Second
 	// reapTimeout bounds the wait for the kernel to reap a SIGKILLed process.
 	reapTimeout = 10 * time.Second
-	// portAttempts is how many sets of free ports a launch tries before giving up.
+	// portAttempts is how many starts a launch makes in all while each finds a port already
+	// in use (other free ports each time, or the same fixed ones).
 	portAttempts = 3
 )
 
@@ -132,6 +133,7 @@ type process struct {
 	killed  bool          // ended on purpose by SIGKILL
 	stopped bool          // SIGTERM sent by the harness
 	paused  bool
+	logFrom int64 // where its part of the broker's log begins
 }
 
 func (p *process) exited() bool {
@@ -168,10 +170,10 @@ func (b *Broker) logf(format string, args ...any) {
 // of the ports between the probe and the broker's bind, it tries again with other ports.
 // Only a broker whose peers do not dial its own addresses can move this way.
 func (b *Broker) LaunchOnFreePorts(ctx context.Context, picked func()) error {
-	var err error
-	for attempt := 0; attempt < portAttempts; attempt++ {
+	return b.launchUntilPortsFree(ctx, func() error {
 		var addrs [3]string
 		for i := range addrs {
+			var err error
 			if addrs[i], err = FreeAddr(); err != nil {
 				return err
 			}
@@ -180,26 +182,77 @@ func (b *Broker) LaunchOnFreePorts(ctx context.Context, picked func()) error {
 		if picked != nil {
 			picked()
 		}
-		if err = b.Launch(ctx); err == nil || !b.LogContains("address already in use") {
+		return nil
+	})
+}
+
+// LaunchOnFixedPorts launches the broker on the addresses it has, which its peers or its
+// clients already know (a restart, or a member of a cluster whose seeds were fixed before
+// it started). When one of them was taken at the bind, often by another process's brief
+// probe for a free port, it tries again on the same addresses.
+func (b *Broker) LaunchOnFixedPorts(ctx context.Context) error {
+	return b.launchUntilPortsFree(ctx, nil)
+}
+
+// launchUntilPortsFree launches the broker up to portAttempts times, calling choose (when
+// set) before each attempt, for as long as a failed start reports a port already in use.
+func (b *Broker) launchUntilPortsFree(ctx context.Context, choose func() error) error {
+	var err error
+	for attempt := 0; attempt < portAttempts; attempt++ {
+		if choose != nil {
+			if err = choose(); err != nil {
+				return err
+			}
+		}
+		var p *process
+		if p, err = b.launch(ctx); err == nil || p == nil || !b.portWasTaken(p) {
 			return err
 		}
+		b.logf("attempt %d of %d: a port was already in use", attempt+1, portAttempts)
 	}
 	return err
 }
 
-// Launch starts the broker's process and waits until it is ready, ctx ends or ReadyTimeout
-// passes. On failure the process is killed and reaped. A broker that runs is an error.
+// portWasTaken reports whether p's start failed because an address was in use. Only p's
+// own part of the log counts: an earlier start's taken port says nothing about this one.
+func (b *Broker) portWasTaken(p *process) bool {
+	f, err := os.Open(b.LogPath)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if _, err := f.Seek(p.logFrom, io.SeekStart); err != nil {
+		return false
+	}
+	raw, _ := io.ReadAll(f)
+	return strings.Contains(string(raw), "address already in use")
+}
+
+// Launch starts the broker's process once and waits until it is ready, ctx ends or
+// ReadyTimeout passes. On failure the process is killed and reaped. A broker that runs is
+// an error. A port already in use fails it like any other error (LaunchOnFixedPorts tries
+// again).
 func (b *Broker) Launch(ctx context.Context) error {
+	_, err := b.launch(ctx)
+	return err
+}
+
+// launch is Launch; it also returns the process it started, nil when none started.
+func (b *Broker) launch(ctx context.Context) (*process, error) {
 	b.mu.Lock()
 	if b.proc != nil && !b.proc.exited() {
 		b.mu.Unlock()
-		return fmt.Errorf("broker %d is already running (pid %d)", b.ID, b.proc.cmd.Process.Pid)
+		return nil, fmt.Errorf("broker %d is already running (pid %d)", b.ID, b.proc.cmd.Process.Pid)
 	}
 	b.starts++
 	logf, err := os.OpenFile(b.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		b.mu.Unlock()
-		return err
+		return nil, err
+	}
+	var logFrom int64
+	if st, err := logf.Stat(); err == nil {
+		logFrom = st.Size()
 	}
 	args := b.commandLine()
 	fmt.Fprintf(logf, "=== harness: start #%d of node %d (kafka %s, admin %s, rpc %s) at %s: cairn %s ===\n",
@@ -213,9 +266,9 @@ func (b *Broker) Launch(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		b.mu.Unlock()
-		return err
+		return nil, err
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{}), logFrom: logFrom}
 	go func() {
 		p.err = cmd.Wait()
 		logf.Close()
@@ -231,10 +284,10 @@ func (b *Broker) Launch(ctx context.Context) error {
 		b.mu.Unlock()
 		cmd.Process.Kill()
 		<-p.done
-		return err
+		return p, err
 	}
 	b.logf("ready")
-	return nil
+	return p, nil
 }
 
 func (b *Broker) commandLine() []string {

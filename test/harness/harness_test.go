@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"flag"
+	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
@@ -25,19 +26,36 @@ func TestMain(m *testing.M) {
 }
 
 // fakeBroker serves /v1/status/ready on --admin-addr and exits 0 on SIGTERM, like cairn.
-// Modes: "ok"; "exit-early" (exits 3 before it is ready); "exit-after-ready" (exits 0 on its
-// own once ready); "ignore-term" (ready, deaf to SIGTERM).
-func fakeBroker(mode string, args []string) int {
-	if mode == "exit-early" {
-		return 3
-	}
+// The mode is a comma-separated script: the broker's k-th start (counted in its data
+// folder) plays the k-th mode, and the last mode plays on. Modes: "ok"; "exit-early" (exits
+// 3 before it is ready); "port-taken" (fails as cairn does when a listener's port is in
+// use); "exit-after-ready" (exits 0 on its own once ready); "ignore-term" (ready, deaf to
+// SIGTERM).
+func fakeBroker(script string, args []string) int {
 	fs := flag.NewFlagSet("cairn", flag.ContinueOnError)
 	admin := fs.String("admin-addr", "", "")
-	for _, name := range []string{"node-id", "data-dir", "kafka-addr", "rpc-addr", "log-level"} {
+	dataDir := fs.String("data-dir", "", "")
+	kafka := fs.String("kafka-addr", "", "")
+	for _, name := range []string{"node-id", "rpc-addr", "log-level"} {
 		fs.String(name, "", "")
 	}
 	if len(args) == 0 || args[0] != "start" || fs.Parse(args[1:]) != nil {
 		return 2
+	}
+	modes := strings.Split(script, ",")
+	counter := filepath.Join(*dataDir, "fake-starts")
+	raw, _ := os.ReadFile(counter)
+	start := len(raw) // one byte per start
+	if err := os.WriteFile(counter, append(raw, '.'), 0o644); err != nil {
+		return 2
+	}
+	mode := modes[min(start, len(modes)-1)]
+	switch mode {
+	case "exit-early":
+		return 3
+	case "port-taken":
+		fmt.Fprintf(os.Stderr, "cairn: kafka listener: listen tcp %s: bind: address already in use\n", *kafka)
+		return 1
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -189,4 +207,90 @@ func TestKillTogether(t *testing.T) {
 			t.Fatalf("broker %d: %v", i, err)
 		}
 	}
+}
+
+// WaitListed needs every broker running: one that is down fails the wait at once (e2e
+// started them all, so it has lost one), while WaitListedSkippingDown leaves it out (a
+// fault schedule may have it down).
+func TestWaitListedAndDownBrokers(t *testing.T) {
+	down := newFake(t, "ok", Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err := WaitListed(ctx, 1, down)
+	if err == nil || !strings.Contains(err.Error(), "broker 1 is not running") {
+		t.Fatalf("WaitListed with a broker down: %v, want it reported not running", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("WaitListed with a broker down waited for its context to end")
+	}
+	if err := WaitListedSkippingDown(ctx, 1, down); err != nil {
+		t.Fatalf("WaitListedSkippingDown with the only broker down: %v, want nothing to wait for", err)
+	}
+}
+
+// A start that finds a port already in use is tried again: on other free ports by
+// LaunchOnFreePorts, on the same ones by LaunchOnFixedPorts, three starts in all. Launch
+// starts once, and only the failed start's own output counts, not an earlier start's.
+func TestTakenPortsAreTriedAgain(t *testing.T) {
+	moved := newFake(t, "port-taken,ok", Options{})
+	var picks []string
+	if err := moved.LaunchOnFreePorts(t.Context(), func() { picks = append(picks, moved.AdminAddr) }); err != nil {
+		t.Fatalf("LaunchOnFreePorts after a taken port: %v", err)
+	}
+	if len(picks) != 2 || picks[0] == picks[1] {
+		t.Fatalf("LaunchOnFreePorts picked admin addresses %v, want two different ones", picks)
+	}
+
+	fixed := newFake(t, "port-taken,ok,exit-early", Options{})
+	setFreeAddrs(t, fixed)
+	addr := fixed.AdminAddr
+	if err := fixed.LaunchOnFixedPorts(t.Context()); err != nil {
+		t.Fatalf("LaunchOnFixedPorts after a taken port: %v", err)
+	}
+	if fixed.AdminAddr != addr || starts(fixed) != 2 {
+		t.Fatalf("LaunchOnFixedPorts: admin %s after %d starts, want %s after 2", fixed.AdminAddr, starts(fixed), addr)
+	}
+	if err := fixed.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixed.LaunchOnFixedPorts(t.Context()); err == nil || !strings.Contains(err.Error(), "exited before it was ready") {
+		t.Fatalf("LaunchOnFixedPorts of a broker that exits at once: %v", err)
+	}
+	if n := starts(fixed); n != 3 {
+		t.Fatalf("a start that failed for another reason was tried again (%d starts, want 3): the earlier taken port counted", n)
+	}
+
+	taken := newFake(t, "port-taken", Options{})
+	setFreeAddrs(t, taken)
+	if err := taken.LaunchOnFixedPorts(t.Context()); err == nil {
+		t.Fatal("LaunchOnFixedPorts with a port always taken succeeded")
+	}
+	if n := starts(taken); n != 3 {
+		t.Fatalf("LaunchOnFixedPorts with a port always taken made %d starts, want 3", n)
+	}
+
+	once := newFake(t, "port-taken,ok", Options{})
+	setFreeAddrs(t, once)
+	if err := once.Launch(t.Context()); err == nil {
+		t.Fatal("Launch on a taken port succeeded")
+	}
+	if n := starts(once); n != 1 {
+		t.Fatalf("Launch made %d starts, want 1", n)
+	}
+}
+
+func setFreeAddrs(t *testing.T, b *Broker) {
+	t.Helper()
+	for _, a := range []*string{&b.KafkaAddr, &b.AdminAddr, &b.RPCAddr} {
+		var err error
+		if *a, err = FreeAddr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// starts counts the starts the broker's log names.
+func starts(b *Broker) int {
+	raw, _ := os.ReadFile(b.LogPath)
+	return strings.Count(string(raw), "=== harness: start #")
 }

@@ -60,13 +60,28 @@ func (b *Broker) PartitionStatus(ctx context.Context, topic string, partition in
 	return st, nil
 }
 
-// WaitListed waits until each running broker of bs lists n brokers in its metadata, or
+// WaitListed waits until every broker of bs runs and lists n brokers in its metadata, or
 // ctx ends. A broker is ready once its own registration is applied; a cluster has formed
-// once every broker knows every other (placement counts the live brokers it knows).
+// once every broker knows every other (placement counts the live brokers it knows). A
+// broker that is not running fails the wait: a suite that started them all has lost one.
 func WaitListed(ctx context.Context, n int, bs ...*Broker) error {
+	return waitListed(ctx, n, false, bs)
+}
+
+// WaitListedSkippingDown is WaitListed for a cluster some of whose brokers a fault
+// schedule may have down: it waits only for the brokers that are running when their turn
+// comes.
+func WaitListedSkippingDown(ctx context.Context, n int, bs ...*Broker) error {
+	return waitListed(ctx, n, true, bs)
+}
+
+func waitListed(ctx context.Context, n int, skipDown bool, bs []*Broker) error {
 	for _, b := range bs {
 		if !b.Running() {
-			continue
+			if skipDown {
+				continue
+			}
+			return fmt.Errorf("broker %d is not running, so it cannot list all %d brokers; views:\n%s", b.ID, n, ClusterViews(bs...))
 		}
 		var last error
 		for {

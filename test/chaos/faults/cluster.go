@@ -206,11 +206,12 @@ func (c *Cluster) Client(opts ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append(base, opts...)...)
 }
 
-// WaitFormed waits until every running broker lists all N brokers in its metadata.
+// WaitFormed waits until every running broker lists all N brokers in its metadata (a
+// broker the schedule has down is not waited for).
 func (c *Cluster) WaitFormed(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
 	defer cancel()
-	return harness.WaitListed(ctx, len(c.brokers), c.common()...)
+	return harness.WaitListedSkippingDown(ctx, len(c.brokers), c.common()...)
 }
 
 func (c *Cluster) common() []*harness.Broker {
@@ -269,13 +270,15 @@ func (c *Cluster) Stop(id int) error {
 	return b.Stop()
 }
 
-// Start starts broker id again (after Kill9 or Stop) and waits until it is ready.
+// Start starts broker id again (after Kill9 or Stop) on its addresses and waits until it
+// is ready. A start that finds one of its ports taken by another process is tried again
+// (see harness.LaunchOnFixedPorts): the session is about cairn's faults, not the machine's.
 func (c *Cluster) Start(ctx context.Context, id int) error {
-	return c.on(id, func(b *Broker) error { return b.Launch(ctx) })
+	return c.on(id, func(b *Broker) error { return b.LaunchOnFixedPorts(ctx) })
 }
 
-// StartAll starts the given brokers again together: a restarted broker is ready only once
-// a quorum of the controller is up, which may need the others.
+// StartAll starts the given brokers again together, as Start does: a restarted broker is
+// ready only once a quorum of the controller is up, which may need the others.
 func (c *Cluster) StartAll(ctx context.Context, ids ...int) error {
 	bs := make([]*harness.Broker, len(ids))
 	for i, id := range ids {
@@ -285,7 +288,7 @@ func (c *Cluster) StartAll(ctx context.Context, ids ...int) error {
 		}
 		bs[i] = b.Broker
 	}
-	return errors.Join(harness.LaunchAll(ctx, bs...)...)
+	return errors.Join(harness.Together(bs, func(b *harness.Broker) error { return b.LaunchOnFixedPorts(ctx) })...)
 }
 
 // Restart stops broker id gracefully (see Stop) and starts it again.
