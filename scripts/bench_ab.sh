@@ -6,9 +6,16 @@
 # sides see the same disk states. The load generator is always binary B's `bench produce`.
 # The broker's CPU is read from /proc/PID/stat (utime+stime) around the run; the run has no
 # warm-up, so every byte it counts was produced while the CPU was counted.
-# Usage: scripts/bench_ab.sh OLD_BINARY NEW_BINARY [ROUNDS]    (default 4 rounds)
+# With --consume it compares reading from page cache instead: each run's broker writes about
+# 3 GB (acks=1, 10 s) and then serves it to `bench consume --raw` (4 consumers; the broker's
+# CPU is counted for the read alone), followed by a `bench tcp` run. The broker must have
+# written the data itself: after a restart it serves batches it has not checked yet without
+# sendfile (durability.md), which is another path.
+# Usage: scripts/bench_ab.sh [--consume] OLD_BINARY NEW_BINARY [ROUNDS]   (default 4 rounds)
 # Port 32092-32644 on 127.0.0.1 must be free; data goes under $WORK.
 set -uo pipefail
+MODE=produce
+if [ "${1:-}" = --consume ]; then MODE=consume; shift; fi
 A=${1:?usage: $0 OLD_BINARY NEW_BINARY [ROUNDS]}
 B=${2:?usage: $0 OLD_BINARY NEW_BINARY [ROUNDS]}
 ROUNDS=${3:-4}
@@ -58,6 +65,48 @@ print(f"{sys.argv[5]} round {sys.argv[6]}: {run['mb_per_s']:.1f} MB/s, disk {dis
       f"{cpu / gb:.2f} CPU-s/GB, errors {run['errors']}")
 EOF
 }
+
+start() { # start BINARY LABEL ROUND DIR
+	"$1" start --node-id 1 --data-dir "$4" --kafka-addr $BR --rpc-addr 127.0.0.1:32093 \
+		--admin-addr 127.0.0.1:32644 >"$OUT/$2-$3.log" 2>&1 &
+	pid=$!
+	waitport 32092
+}
+
+read_one() { # read_one BINARY LABEL ROUND: write about 3 GB, then read it from page cache
+	local d=$WORK/data
+	rm -rf "$d"
+	mkdir -p "$d"
+	start "$1" "$2" "$3" "$d"
+	"$B" topic create c -p 4 -b $BR >/dev/null
+	"$B" bench produce -b $BR -t c --acks 1 --duration 10s --warmup 0s --json >"$OUT/$2-$3-fill.json" 2>/dev/null
+	sync
+	local c0 c1
+	c0=$(cpu_ticks "$pid")
+	"$B" bench consume -b $BR -t c --raw --consumers 4 --duration 8s --json >"$OUT/$2-$3.json" 2>/dev/null
+	c1=$(cpu_ticks "$pid")
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	pid=""
+	rm -rf "$d"
+	"$B" bench tcp --duration 8s --json >"$OUT/$2-$3-tcp.json" 2>/dev/null
+	/usr/bin/python3 - "$OUT/$2-$3.json" "$OUT/$2-$3-tcp.json" "$(( c1 - c0 ))" "$tick" "$2" "$3" <<'EOF2'
+import json, sys
+run, tcp = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+cpu = int(sys.argv[3]) / int(sys.argv[4])
+gb = run["bytes"] / 1e9
+print(f"{sys.argv[5]} round {sys.argv[6]}: consume {run['mb_per_s']:.1f} MB/s, loopback TCP {tcp['mb_per_s']:.1f} MB/s, "
+      f"ratio {run['mb_per_s'] / tcp['mb_per_s']:.2f}, broker {cpu:.2f} CPU-s for {gb:.2f} GB = "
+      f"{cpu / gb:.2f} CPU-s/GB, errors {run['errors']}")
+EOF2
+}
+
+if [ "$MODE" = consume ]; then
+	for r in $(seq 1 "$ROUNDS"); do
+		if [ $((r % 2)) = 1 ]; then read_one "$A" old "$r"; read_one "$B" new "$r"; else read_one "$B" new "$r"; read_one "$A" old "$r"; fi
+	done | tee "$OUT/summary.txt"
+	exit 0
+fi
 
 for r in $(seq 1 "$ROUNDS"); do
 	if [ $((r % 2)) = 1 ]; then one "$A" old "$r"; one "$B" new "$r"; else one "$B" new "$r"; one "$A" old "$r"; fi
