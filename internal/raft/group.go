@@ -154,6 +154,7 @@ type group struct {
 	inMsgs    []*pb.Message
 	inLocal   []*pb.Message
 	inWritten []fromWritten
+	inVisible []fromVisible
 	inProps   []*Proposal
 	inCtl     []func(*etcdraft.RawNode)
 
@@ -184,8 +185,12 @@ type group struct {
 	waiting    []*Proposal // proposed, not yet appended
 	props      []*Proposal // appended, ascending index
 	needMaj    bool
-	idle       int      // ticks the leader has been idle (quiesce.go)
-	peerIDs    []uint64 // the other members
+	// visSent (leader) is the visible index last reported to the peers; visReport
+	// (follower) the largest report of this term from its leader (visible.go). Both are
+	// reset when the term or the role changes.
+	visSent, visReport uint64
+	idle               int      // ticks the leader has been idle (quiesce.go)
+	peerIDs            []uint64 // the other members
 }
 
 type appendRec struct {
@@ -208,7 +213,7 @@ func (g *group) shutdown(err error) {
 	g.props = nil
 	g.inMu.Lock()
 	props, ctl := g.inProps, g.inCtl
-	g.inProps, g.inMsgs, g.inLocal, g.inWritten, g.inCtl = nil, nil, nil, nil, nil
+	g.inProps, g.inMsgs, g.inLocal, g.inWritten, g.inVisible, g.inCtl = nil, nil, nil, nil, nil, nil
 	g.inMu.Unlock()
 	for _, p := range props {
 		p.fail(err)
@@ -218,13 +223,15 @@ func (g *group) shutdown(err error) {
 	}
 }
 
-// refreshStatus caches the term, role and leader; a change resets the written reports.
+// refreshStatus caches the term, role and leader; a change resets the written and visible
+// reports.
 func (g *group) refreshStatus() {
 	bs := g.rn.BasicStatus()
 	term, state := bs.GetTerm(), bs.RaftState
 	if term != g.term || state != g.state {
 		clear(g.written)
 		g.majority = 0
+		g.visSent, g.visReport = 0, 0
 		g.needMaj = true
 		if state == etcdraft.StateLeader && g.state != etcdraft.StateLeader {
 			g.conf = g.rn.Status().Config.Voters

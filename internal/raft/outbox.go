@@ -4,8 +4,8 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// outbox gathers one round's traffic per peer; written reports are coalesced to the
-// largest per group.
+// outbox gathers one round's traffic per peer; written and visible reports are coalesced
+// to the largest per group.
 type outbox struct {
 	h     *Host
 	peers map[uint64]*pendingBatch
@@ -14,6 +14,7 @@ type outbox struct {
 type pendingBatch struct {
 	b       *Batch
 	written map[uint64]int // group → position in b.Written
+	visible map[uint64]int // group → position in b.Visible
 }
 
 func newOutbox(h *Host) *outbox { return &outbox{h: h, peers: map[uint64]*pendingBatch{}} }
@@ -21,7 +22,7 @@ func newOutbox(h *Host) *outbox { return &outbox{h: h, peers: map[uint64]*pendin
 func (o *outbox) peer(to uint64) *pendingBatch {
 	pb := o.peers[to]
 	if pb == nil {
-		pb = &pendingBatch{written: map[uint64]int{}}
+		pb = &pendingBatch{written: map[uint64]int{}, visible: map[uint64]int{}}
 		o.peers[to] = pb
 	}
 	if pb.b == nil {
@@ -48,6 +49,19 @@ func (o *outbox) addWritten(to uint64, r WrittenReport) {
 	p.b.Written = append(p.b.Written, r)
 }
 
+func (o *outbox) addVisible(to uint64, r VisibleReport) {
+	p := o.peer(to)
+	if i, ok := p.visible[r.Group]; ok {
+		v := &p.b.Visible[i]
+		if r.Term > v.Term || (r.Term == v.Term && r.Index > v.Index) {
+			*v = r
+		}
+		return
+	}
+	p.visible[r.Group] = len(p.b.Visible)
+	p.b.Visible = append(p.b.Visible, r)
+}
+
 func (o *outbox) flush() {
 	for to, p := range o.peers {
 		if p.b == nil {
@@ -56,6 +70,7 @@ func (o *outbox) flush() {
 		b := p.b
 		p.b = nil
 		clear(p.written)
+		clear(p.visible)
 		if o.h.opts.Transport != nil {
 			o.h.opts.Transport.Send(to, b)
 		}

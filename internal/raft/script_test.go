@@ -38,10 +38,11 @@ type script struct {
 
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
 var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
-	// add-hosts N [voters=1,2,3] [write-caching=DURATION]: a new scenario of N hosts
-	// (voters: all); with write-caching, appends wait that long before their fsync.
+	// add-hosts N [voters=1,2,3] [write-caching=DURATION] [show-visible]: a new scenario of
+	// N hosts (voters: all); with write-caching, appends wait that long before their fsync;
+	// with show-visible, deliver names the leaders' visible reports.
 	"add-hosts": func(s *script, td *datadriven.TestData) string {
-		n := rafttest.HostCount(s.t, td)
+		n := rafttest.HostCount(s.t, td, "show-visible")
 		var delay time.Duration
 		mode := "strict"
 		if a, ok := td.Arg("write-caching"); ok {
@@ -56,6 +57,7 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 			voters = rafttest.ParseIDs(s.t, a.Vals)
 		}
 		s.reset(n, voters, delay)
+		s.d.ShowVisible(td.HasArg("show-visible"))
 		return fmt.Sprintf("%d hosts, voters %v, %s", n, s.voters, mode)
 	},
 	// campaign H: host H campaigns (handled at the next ready round).
@@ -131,6 +133,15 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	}),
 	// status [H...]: each host's role and boundaries.
 	"status": eachHost((*script).status),
+	// visible [H...]: what each host may serve (Status.LeaderVisible), beside its log end
+	// and commit.
+	"visible": eachHost(func(s *script, id uint64) string {
+		st, err := s.d.Host(id).Status(scriptGroup)
+		if err != nil {
+			return fmt.Sprintf("%d: %v", id, err)
+		}
+		return fmt.Sprintf("%d: term=%d log-end=%d committed=%d leader-visible=%d", id, st.Term, st.LogEnd, st.Committed, st.LeaderVisible)
+	}),
 	// hard-state [H...]: the HardState each host has persisted.
 	"hard-state": eachHost(func(s *script, id uint64) string {
 		term, vote, commit := s.ls[id].HardState()

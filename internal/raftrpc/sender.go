@@ -63,11 +63,12 @@ func NewHost(t *rpc.Transport, opts raft.HostOptions) (*raft.Host, *Sender) {
 	return h, s
 }
 
-// Register routes the registry's raft messages (MsgType) to host: each is decoded and
-// stepped into host with From set to the sender's authenticated node id, or, if it does not
-// decode or comes from an invalid node id, dropped. stats, if not nil, receives the counters.
+// Register routes the registry's raft messages (MsgType and VisibleType) to host: each is
+// decoded and stepped into host with From set to the sender's authenticated node id, or, if
+// it does not decode or comes from an invalid node id, dropped. stats, if not nil, receives
+// the counters.
 func Register(reg *rpc.Registry, host Stepper, stats *ReceiveStats) error {
-	return reg.Register(handler(host, stats), MsgType)
+	return reg.Register(handler(host, stats), MsgType, VisibleType)
 }
 
 // Stats returns the sender's counters.
@@ -75,36 +76,63 @@ func (s *Sender) Stats() SenderStats {
 	return SenderStats{Sent: s.sent.Load(), Failed: s.failed.Load(), Reported: s.reported.Load()}
 }
 
-// Send encodes b and queues it for peer to without blocking. When the message cannot be
-// queued (backpressure, unknown peer, closed transport), every group with a message in b is
-// told that the peer is unreachable, and a snapshot in b is reported as failed, so that raft
-// probes the peer again instead of waiting.
+// Send encodes b and queues it for peer to without blocking: its raft traffic as one
+// message of MsgType, then its visible reports, if any, as one of VisibleType (in the same
+// allocation). When the raft message cannot be queued (backpressure, unknown peer, closed
+// transport), every group with a message in b is told that the peer is unreachable, and a
+// snapshot in b is reported as failed, so that raft probes the peer again instead of
+// waiting. Visible reports that cannot be queued are only counted: the next heartbeat
+// repeats them.
 func (s *Sender) Send(to uint64, b *raft.Batch) {
 	rid, ok := RPCID(to)
 	if !ok {
 		s.fail(to, b)
 		return
 	}
-	s.send(rid, to, b)
+	if len(b.Messages) == 0 && len(b.Written) == 0 && b.Heartbeat == nil {
+		if len(b.Visible) > 0 {
+			s.sendVisible(rid, EncodeVisible(b.Visible))
+		}
+		return
+	}
+	s.send(rid, to, b, b.Visible)
 }
 
-func (s *Sender) send(rid int32, to uint64, b *raft.Batch) {
-	payload, err := EncodeBatch(b)
+// send queues b's raft traffic, and after it the visible reports (after: a report of a new
+// term is kept only by a follower that has stepped that term's messages).
+func (s *Sender) send(rid int32, to uint64, b *raft.Batch, visible []raft.VisibleReport) {
+	spare := 0
+	if len(visible) > 0 {
+		spare = visibleSize(visible)
+	}
+	buf, err := encodeBatch(b, spare)
 	if err == nil {
-		err = s.t.Send(rid, MsgType, payload)
+		err = s.t.Send(rid, MsgType, buf[:len(buf):len(buf)])
+	}
+	if errors.Is(err, rpc.ErrMessageTooLarge) && len(b.Messages) > 1 {
+		// Too large for one rpc message: halve it (the written reports, heartbeat and
+		// visible reports go with the first half).
+		half := len(b.Messages) / 2
+		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[:half], Written: b.Written, Heartbeat: b.Heartbeat}, visible)
+		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[half:]}, nil)
+		return
+	}
+	if buf != nil && len(visible) > 0 {
+		s.sendVisible(rid, appendVisible(buf[len(buf):len(buf)], visible))
 	}
 	if err == nil {
 		s.sent.Add(1)
 		return
 	}
-	if errors.Is(err, rpc.ErrMessageTooLarge) && len(b.Messages) > 1 {
-		// Too large for one rpc message: halve it (the written reports and heartbeat go with the first half).
-		half := len(b.Messages) / 2
-		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[:half], Written: b.Written, Heartbeat: b.Heartbeat})
-		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[half:]})
-		return
-	}
 	s.fail(to, b)
+}
+
+func (s *Sender) sendVisible(rid int32, payload []byte) {
+	if s.t.Send(rid, VisibleType, payload) == nil {
+		s.sent.Add(1)
+	} else {
+		s.failed.Add(1)
+	}
 }
 
 func (s *Sender) fail(to uint64, b *raft.Batch) {
@@ -135,15 +163,26 @@ type ReceiveStats struct {
 	Batches, Dropped atomic.Uint64
 }
 
-// handler is the rpc.Handler Register routes MsgType to; the registry gives it no other type.
+// handler is the rpc.Handler Register routes MsgType and VisibleType to; the registry gives
+// it no other type.
 func handler(host Stepper, stats *ReceiveStats) rpc.Handler {
 	if stats == nil {
 		stats = &ReceiveStats{}
 	}
-	return func(from int32, _ uint8, payload []byte) {
+	return func(from int32, msgType uint8, payload []byte) {
 		id, ok := RaftID(from)
 		if !ok {
 			stats.Dropped.Add(1)
+			return
+		}
+		if msgType == VisibleType {
+			reports, err := DecodeVisible(payload)
+			if err != nil {
+				stats.Dropped.Add(1)
+				return
+			}
+			stats.Batches.Add(1)
+			host.Step(&raft.Batch{From: id, Visible: reports})
 			return
 		}
 		scratch := quiescedPool.Get().(*[]raft.QuiescedGroup)

@@ -36,6 +36,9 @@ type Driver struct {
 	inflight []envelope
 	cut      map[uint64]bool // hosts whose traffic (both ways) is lost
 	held     map[uint64]bool // hosts whose fsyncs wait for an explicit Fsync
+	// showVisible makes Deliver's lines name the leaders' visible reports, which most
+	// scripts leave out (they ride on nearly every batch a leader sends).
+	showVisible bool
 }
 
 // envelope is one batch in flight.
@@ -71,6 +74,12 @@ func (s sender) Send(to uint64, b *raft.Batch) {
 	c, err := raftrpc.DecodeBatch(payload)
 	if err != nil {
 		s.d.t.Fatalf("host %d to %d: the wire does not decode its own batch: %v", s.from, to, err)
+	}
+	if len(b.Visible) > 0 {
+		// raftrpc sends them as a message of their own, right after the batch.
+		if c.Visible, err = raftrpc.DecodeVisible(raftrpc.EncodeVisible(b.Visible)); err != nil {
+			s.d.t.Fatalf("host %d to %d: the wire does not decode its own visible reports: %v", s.from, to, err)
+		}
 	}
 	c.From = s.from // the rpc frame carries the sender
 	s.d.inflight = append(s.d.inflight, envelope{from: s.from, to: to, b: c})
@@ -120,6 +129,9 @@ func (d *Driver) setFlag(m map[uint64]bool, id uint64, on bool) {
 		delete(m, id)
 	}
 }
+
+// ShowVisible makes Deliver's lines name the visible reports of the batches (see describe).
+func (d *Driver) ShowVisible(on bool) { d.showVisible = on }
 
 // Tick runs one ticker round on each of the hosts.
 func (d *Driver) Tick(ids ...uint64) {
@@ -180,7 +192,7 @@ func (d *Driver) Deliver(from, to uint64, drop bool) []string {
 		} else {
 			d.hosts[e.to].Step(e.b)
 		}
-		if line := describe(e); line != "" {
+		if line := describe(e, d.showVisible); line != "" {
 			out = append(out, fmt.Sprintf("%s %s", fate, line))
 		}
 	}
@@ -213,9 +225,10 @@ func (d *Driver) Stabilize() {
 	}
 }
 
-// describe is a line per batch: its raft messages and written reports (a bare coalesced
-// heartbeat, which says only that the sender is alive, is left out).
-func describe(e envelope) string {
+// describe is a line per batch: its raft messages and written reports, and its visible
+// reports if visible (a batch of nothing else shown, such as a bare coalesced heartbeat,
+// which says only that the sender is alive, is left out).
+func describe(e envelope, visible bool) string {
 	var parts []string
 	for _, gm := range e.b.Messages {
 		m := gm.Msg
@@ -242,6 +255,11 @@ func describe(e envelope) string {
 	}
 	for _, w := range e.b.Written {
 		parts = append(parts, fmt.Sprintf("Written term=%d index=%d", w.Term, w.Index))
+	}
+	for _, v := range e.b.Visible {
+		if visible {
+			parts = append(parts, fmt.Sprintf("Visible term=%d index=%d", v.Term, v.Index))
+		}
 	}
 	if len(parts) == 0 {
 		return ""
