@@ -38,28 +38,29 @@ func (o *outbox) addMsg(to, group uint64, m *pb.Message) {
 
 func (o *outbox) addWritten(to uint64, r WrittenReport) {
 	p := o.peer(to)
-	if i, ok := p.written[r.Group]; ok {
-		w := &p.b.Written[i]
-		if r.Term > w.Term || (r.Term == w.Term && r.Index > w.Index) {
-			*w = r
-		}
-		return
-	}
-	p.written[r.Group] = len(p.b.Written)
-	p.b.Written = append(p.b.Written, r)
+	p.b.Written = coalesce(p.written, p.b.Written, r)
 }
 
 func (o *outbox) addVisible(to uint64, r VisibleReport) {
 	p := o.peer(to)
-	if i, ok := p.visible[r.Group]; ok {
-		v := &p.b.Visible[i]
-		if r.Term > v.Term || (r.Term == v.Term && r.Index > v.Index) {
-			*v = r
+	p.b.Visible = coalesce(p.visible, p.b.Visible, r)
+}
+
+// report is what written and visible reports are made of.
+type report = struct{ Group, Term, Index uint64 }
+
+// coalesce adds r to list, whose positions by group are at, keeping one report per group:
+// the one of the larger term, then of the larger index.
+func coalesce[R ~report](at map[uint64]int, list []R, r R) []R {
+	nr := report(r)
+	if i, ok := at[nr.Group]; ok {
+		if cur := report(list[i]); nr.Term > cur.Term || (nr.Term == cur.Term && nr.Index > cur.Index) {
+			list[i] = r
 		}
-		return
+		return list
 	}
-	p.visible[r.Group] = len(p.b.Visible)
-	p.b.Visible = append(p.b.Visible, r)
+	at[nr.Group] = len(list)
+	return append(list, r)
 }
 
 func (o *outbox) flush() {
