@@ -40,8 +40,8 @@ func (g *group) leaderVisible() uint64 {
 // reportVisible, at the end of a leader's round, tells every peer the leader's visible
 // index if it moved since it was last told (g.mu held).
 func (g *group) reportVisible(ob *outbox) {
-	if g.state != etcdraft.StateLeader {
-		return
+	if g.state != etcdraft.StateLeader || len(g.peerIDs) == 0 {
+		return // a sole voter has nobody to tell, and so costs nothing more per round
 	}
 	vis := g.leaderVisible()
 	if vis == g.visSent {
