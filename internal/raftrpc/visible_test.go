@@ -1,16 +1,20 @@
 package raftrpc
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"testing"
 	"time"
 
+	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 
+	"github.com/cairn-io/cairn/internal/kafkatest"
 	"github.com/cairn-io/cairn/internal/raft"
 	"github.com/cairn-io/cairn/internal/rpc"
+	"github.com/cairn-io/cairn/internal/storage"
 )
 
 var sampleVisible = []raft.VisibleReport{{Group: 1, Term: 4, Index: 13}, {Group: math.MaxUint64, Term: math.MaxUint64, Index: math.MaxUint64}, {}}
@@ -174,5 +178,48 @@ func TestHandlerDropsBadVisible(t *testing.T) {
 	reg.Dispatch(3, VisibleType, good)
 	if len(f.batches) != 1 || f.batches[0].From != 3 || !slices.Equal(f.batches[0].Visible, sampleVisible) {
 		t.Fatalf("stepped %+v", f.batches)
+	}
+}
+
+// TestClusterVisibleOverRPC: under write caching whose flushes never come, nothing
+// commits, yet the followers learn over the wire the index their leader has
+// majority-replicated.
+func TestClusterVisibleOverRPC(t *testing.T) {
+	c := newCluster(t, 3, 0)
+	const g = 99
+	hold := func(int64, time.Duration) time.Duration { return time.Hour }
+	for _, id := range c.ids {
+		ls, err := raft.Open(storage.Options{FS: storage.NewMemFS(), Dir: "held", SegmentBytes: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.nodes[id].host.AddGroup(g, raft.GroupConfig{Storage: ls, Bootstrap: &pb.ConfState{Voters: c.ids}, FlushDelay: hold}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader := c.nodes[1].host
+	if err := leader.Campaign(g); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "node 1 leading", func() bool { return c.status(1, g).State == etcdraft.StateLeader })
+	p, err := leader.ProposeAsync(g, kafkatest.Plain(2, 0).Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(context.Background(), raft.StageReplicated); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the followers' leader-visible at the proposal", func() bool {
+		for _, id := range c.ids[1:] {
+			if st := c.status(id, g); st.LeaderVisible < p.Index() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range c.ids {
+		if st := c.status(id, g); st.Committed >= p.Index() || st.LeaderVisible > st.LogEnd {
+			t.Fatalf("node %d: %+v: committed with no flush, or visible above its log end", id, st)
+		}
 	}
 }
