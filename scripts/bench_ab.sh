@@ -7,7 +7,8 @@
 # The broker's CPU is read from /proc/PID/stat (utime+stime) around the run; the run has no
 # warm-up, so every byte it counts was produced while the CPU was counted.
 # With --consume it compares reading from page cache instead: each run's broker writes about
-# 3 GB (acks=1, 10 s) and then serves it to `bench consume --raw` (4 consumers; the broker's
+# 3 GB (acks=1, 10 s) and then serves it to `bench consume --raw` ($CONSUMERS consumers,
+# default 4; the broker's
 # CPU is counted for the read alone), followed by a `bench tcp` run. The broker must have
 # written the data itself: after a restart it serves batches it has not checked yet without
 # sendfile (durability.md), which is another path.
@@ -83,7 +84,7 @@ read_one() { # read_one BINARY LABEL ROUND: write about 3 GB, then read it from 
 	sync
 	local c0 c1
 	c0=$(cpu_ticks "$pid")
-	"$B" bench consume -b $BR -t c --raw --consumers 4 --duration 8s --json >"$OUT/$2-$3.json" 2>/dev/null
+	"$B" bench consume -b $BR -t c --raw --consumers "${CONSUMERS:-4}" --duration 8s --json >"$OUT/$2-$3.json" 2>/dev/null
 	c1=$(cpu_ticks "$pid")
 	kill "$pid"
 	wait "$pid" 2>/dev/null
