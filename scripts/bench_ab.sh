@@ -8,9 +8,9 @@
 # warm-up, so every byte it counts was produced while the CPU was counted.
 # With --consume it compares reading from page cache instead: each run's broker writes about
 # 3 GB (acks=1, 10 s) and then serves it to `bench consume --raw` ($CONSUMERS consumers,
-# default 4; the broker's CPU is counted for the read alone), followed by a `bench tcp` run. The broker must have
-# written the data itself: after a restart it serves batches it has not checked yet without
-# sendfile (durability.md), which is another path.
+# default 4; the broker's CPU is counted for the read alone), followed by a `bench tcp` run.
+# The broker must have written the data itself: after a restart it serves batches it has not
+# checked yet without sendfile (durability.md), which is another path.
 # Usage: scripts/bench_ab.sh [--consume] OLD_BINARY NEW_BINARY [ROUNDS]   (default 4 rounds)
 # Port 32092-32644 on 127.0.0.1 must be free; data goes under $WORK.
 set -uo pipefail
