@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -52,4 +53,35 @@ func TestRackWaiterSeesTheISRShrinkWithoutAnEvent(t *testing.T) {
 			t.Fatal("the waiter answered only at its timeout")
 		}
 	})
+}
+
+// RackState is the leader's: the racks its ISR spans, sorted, against min.insync.racks,
+// with under and at as the metrics report them (both false while the rule is off, so a
+// rackless cluster shows no partition under); a follower reports nothing.
+func TestRackStateIsTheLeaders(t *testing.T) {
+	s := &replicaScript{t: t, racks: Racks{1: "c", 2: "a", 3: "c"}}
+	defer s.close()
+	cfg := defaultConfig()
+	cfg.MinInsyncRacks = 2
+	s.reset(3, cfg)
+	for _, id := range []uint64{2, 3} {
+		if st, ok := s.part(id).RackState(); ok {
+			t.Fatalf("follower %d reports %+v", id, st)
+		}
+	}
+	check := func(want RackState) {
+		t.Helper()
+		st, ok := s.part(1).RackState()
+		if !ok || !slices.Equal(st.ISRRacks, want.ISRRacks) || st.MinRacks != want.MinRacks || st.Under != want.Under || st.At != want.At {
+			t.Fatalf("leader reports %+v (ok %v), want %+v", st, ok, want)
+		}
+	}
+	check(RackState{ISRRacks: []string{"a", "c"}, MinRacks: 2, At: true})
+	cfg.MinInsyncRacks = 3
+	s.part(1).SetConfig(cfg)
+	check(RackState{ISRRacks: []string{"a", "c"}, MinRacks: 3, Under: true})
+	s.part(1).SetRacks(nil)
+	cfg.MinInsyncRacks = 1
+	s.part(1).SetConfig(cfg)
+	check(RackState{MinRacks: 1})
 }
