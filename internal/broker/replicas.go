@@ -62,11 +62,11 @@ func raftIDs(ids []int32) []uint64 {
 	return out
 }
 
-// declaredRacks maps each broker the controller knows (live or not: a stopped broker's
+// partitionRacks maps each broker the controller knows (live or not: a stopped broker's
 // rack is still its rack) to the rack it declared, for min.insync.racks. It covers the
 // whole cluster rather than a partition's assignment, so it stays right for voters that
 // differ from the assignment.
-func declaredRacks(brokers []controller.Broker) partition.Racks {
+func partitionRacks(brokers []controller.Broker) partition.Racks {
 	racks := partition.Racks{}
 	for _, br := range brokers {
 		if br.Rack != "" {
@@ -85,7 +85,7 @@ func (b *Broker) reconcile() error {
 	}
 	st := b.state()
 	cluster := st.ClusterConfig()
-	racks := declaredRacks(st.Brokers())
+	racks := partitionRacks(st.Brokers())
 	want := map[replicaKey]bool{}
 	var firstErr error
 	topics := st.Topics()
