@@ -93,6 +93,7 @@ type proxy struct {
 	mu      sync.Mutex
 	target  string
 	blocked map[int32]bool
+	delay   map[int32]time.Duration // added to each chunk from that sender; absent = none
 	links   map[*link]struct{}
 	pending map[net.Conn]struct{} // accepted, not yet relayed or refused
 	closed  bool
@@ -119,7 +120,7 @@ func newProxy(to int32, logf func(string, ...any)) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{to: to, ln: ln, logf: logf, blocked: map[int32]bool{}, links: map[*link]struct{}{},
+	p := &proxy{to: to, ln: ln, logf: logf, blocked: map[int32]bool{}, delay: map[int32]time.Duration{}, links: map[*link]struct{}{},
 		pending: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
@@ -218,9 +219,27 @@ func (p *proxy) handle(in net.Conn) {
 		l.close()
 		close(done)
 	}()
-	io.Copy(out, in)
+	relayDelayed(out, in, func() time.Duration { return p.delayOf(h.From) })
 	l.close()
 	<-done
+}
+
+// setDelay makes every chunk from node from reach the broker d after the proxy read it,
+// on open connections too (from their next chunk on); d <= 0 removes the delay.
+func (p *proxy) setDelay(from int32, d time.Duration) {
+	p.mu.Lock()
+	if d > 0 {
+		p.delay[from] = d
+	} else {
+		delete(p.delay, from)
+	}
+	p.mu.Unlock()
+}
+
+func (p *proxy) delayOf(from int32) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delay[from]
 }
 
 // cut blocks new connections from node from and closes the open ones.
