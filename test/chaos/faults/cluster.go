@@ -67,6 +67,16 @@ type Options struct {
 	LinkDelay func(from, to int) time.Duration
 }
 
+// DefaultRacks are the racks of n brokers when Options.Racks is nil: a rack of its own
+// each, rack-1 … rack-n.
+func DefaultRacks(n int) []string {
+	racks := make([]string, n)
+	for i := range racks {
+		racks[i] = fmt.Sprintf("rack-%d", i+1)
+	}
+	return racks
+}
+
 // RackDelays returns a LinkDelay that delays a link by inRack between two brokers of the
 // same rack and by crossRack between brokers of different racks (racks as in
 // Options.Racks, broker id i at index i-1).
@@ -113,9 +123,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		opts.ReadyTimeout = harness.DefaultReadyTimeout
 	}
 	if opts.Racks == nil {
-		for id := 1; id <= opts.N; id++ {
-			opts.Racks = append(opts.Racks, fmt.Sprintf("rack-%d", id))
-		}
+		opts.Racks = DefaultRacks(opts.N)
 	}
 	if len(opts.Racks) != opts.N {
 		return nil, fmt.Errorf("faults: Options.Racks names %d racks for %d brokers", len(opts.Racks), opts.N)
