@@ -169,6 +169,16 @@ func main() {
 	fmt.Println("chaos: ok")
 }
 
+// configsString shows topic configs as name=value, sorted.
+func configsString(configs map[string]*string) string {
+	var kv []string
+	for k, v := range configs {
+		kv = append(kv, k+"="+*v)
+	}
+	slices.Sort(kv)
+	return "{" + strings.Join(kv, " ") + "}"
+}
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "chaos:", err)
 	os.Exit(2)
@@ -207,7 +217,10 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	}
 	if resp, err := kadm.NewClient(adm).CreateTopic(ctx, int32(cfg.partitions), rf, configs, topic); err != nil || resp.Err != nil {
 		adm.Close()
-		return nil, fmt.Errorf("creating the topic: %v %v", err, resp.Err)
+		if err == nil {
+			err = resp.Err
+		}
+		return nil, fmt.Errorf("creating the topic with %v: %w (%s)", configsString(configs), err, resp.ErrMessage)
 	}
 	adm.Close()
 
