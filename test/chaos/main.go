@@ -386,20 +386,23 @@ func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cf
 }
 
 // inject applies fault kind (kill, pause, partition or power) to brokers ids, holds it for
-// a time drawn from rng and undoes it, recording the fault marker as name. Partition cuts
-// with isolate and heals everything.
+// a time drawn from rng and undoes it, recording the fault marker as name (lossy: writes
+// acknowledged before it may be lost). Partition cuts with isolate and heals everything.
 func inject(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, rng *rand.Rand, kind, name string, ids []int, lossy bool, isolate func() error) error {
-	if kind != "power" {
+	if kind != "power" && kind != "kill" {
 		rec.Fault(name, false)
 	}
 	var err error
 	switch kind {
 	case "kill":
+		// Under --simulate-power-loss a kill -9 is a power cut, so its marker, like a power
+		// cut's, goes in once they are all down.
 		for _, id := range ids {
 			if err = cl.Kill9(id); err != nil {
 				break
 			}
 		}
+		rec.Fault(name, lossy)
 		sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
 		if serr := cl.StartAll(ctx, ids...); serr != nil && err == nil {
 			err = serr

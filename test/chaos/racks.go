@@ -52,14 +52,16 @@ func parseLinkDelay(s string) (in, cross time.Duration, err error) {
 
 // rackFault takes one rack, drawn from rng, down at once by one of rackSubFaults, also
 // drawn: every broker of it is killed, paused, cut off from the other racks (both ways) or
-// powered down. It is lossy only as a power cut of those brokers is, under write caching
-// when they are more than a minority.
+// powered down. It is lossy only as a power cut of those brokers is: under write caching,
+// when they are more than a minority. The brokers of a session with rack faults run with
+// --simulate-power-loss, so a kill is a power cut too (the other faults' schedule keeps
+// kills to a minority under write caching for the same reason).
 func rackFault(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cfg config, rng *rand.Rand) error {
 	racks := cl.Racks()
 	rack := racks[rng.IntN(len(racks))]
 	sub := rackSubFaults[rng.IntN(len(rackSubFaults))]
 	ids := cl.RackMembers(rack)
-	lossy := sub == "power" && cfg.mode == history.WriteCaching && len(ids) > (cfg.brokers-1)/2
+	lossy := (sub == "power" || sub == "kill") && cfg.mode == history.WriteCaching && len(ids) > (cfg.brokers-1)/2
 	name := fmt.Sprintf("rack %s %s %v", sub, rack, ids)
 	fmt.Printf("chaos: %s: %s\n", time.Now().Format("15:04:05.000"), name)
 	if err := inject(ctx, cl, rec, rng, sub, name, ids, lossy, func() error { return cl.IsolateRack(rack) }); err != nil {
