@@ -81,6 +81,7 @@ type ProxyStats struct {
 	Refused  int64 // connections closed because their source was cut
 	Dropped  int64 // relayed connections closed by a Cut
 	BadHello int64 // connections whose first frame was not a hello this proxy understands
+	Delayed  int64 // chunks held back for a link delay
 }
 
 // proxy sits on one broker's advertised rpc address and relays each inbound connection to
@@ -98,8 +99,8 @@ type proxy struct {
 	pending map[net.Conn]struct{} // accepted, not yet relayed or refused
 	closed  bool
 
-	wg                                 sync.WaitGroup
-	relayed, refused, dropped, badHell atomic.Int64
+	wg                                          sync.WaitGroup
+	relayed, refused, dropped, badHell, delayed atomic.Int64
 }
 
 type link struct {
@@ -219,7 +220,13 @@ func (p *proxy) handle(in net.Conn) {
 		l.close()
 		close(done)
 	}()
-	relayDelayed(out, in, func() time.Duration { return p.delayOf(h.From) })
+	relayDelayed(out, in, func() time.Duration {
+		d := p.delayOf(h.From)
+		if d > 0 {
+			p.delayed.Add(1)
+		}
+		return d
+	})
 	l.close()
 	<-done
 }
@@ -278,7 +285,7 @@ func (p *proxy) isCut(from int32) bool {
 }
 
 func (p *proxy) stats() ProxyStats {
-	return ProxyStats{Relayed: p.relayed.Load(), Refused: p.refused.Load(), Dropped: p.dropped.Load(), BadHello: p.badHell.Load()}
+	return ProxyStats{Relayed: p.relayed.Load(), Refused: p.refused.Load(), Dropped: p.dropped.Load(), BadHello: p.badHell.Load(), Delayed: p.delayed.Load()}
 }
 
 // close stops accepting, closes every relayed connection and waits for the relays to end.

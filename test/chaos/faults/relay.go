@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"errors"
 	"io"
 	"time"
 )
@@ -32,14 +33,15 @@ func relayDelayed(out io.Writer, in io.Reader, delay func() time.Duration) error
 	// no more than relayQueueChunks+2 buffers ever exist.
 	free := make(chan []byte, relayQueueChunks+2)
 	writerDone := make(chan struct{})
+	readFailed := make(chan struct{}) // the connection was closed (a cut): drop what is queued
 	var writeErr error
 	go func() {
 		defer close(writerDone)
 		for c := range queue {
 			if writeErr == nil {
-				if wait := time.Until(c.due); wait > 0 {
-					sleepPrecisely(wait)
-				}
+				writeErr = sleepUntilDue(c.due, readFailed)
+			}
+			if writeErr == nil {
 				_, writeErr = out.Write(c.buf[:c.n])
 			}
 			free <- c.buf // a failed writer keeps draining so that the reader never blocks on it
@@ -60,6 +62,7 @@ func relayDelayed(out io.Writer, in io.Reader, delay func() time.Duration) error
 		if err != nil {
 			if err != io.EOF {
 				readErr = err
+				close(readFailed)
 			}
 			break
 		}
@@ -70,4 +73,25 @@ func relayDelayed(out io.Writer, in io.Reader, delay func() time.Duration) error
 		return writeErr
 	}
 	return readErr
+}
+
+var errRelayClosed = errors.New("relay closed while a chunk waited for its due time")
+
+// sleepUntilDue returns at due, or with errRelayClosed once stop is closed. Only the last
+// millisecond is slept precisely, and that uninterruptibly; the rest is a timer that stop
+// can cut short.
+func sleepUntilDue(due time.Time, stop <-chan struct{}) error {
+	if wait := time.Until(due) - time.Millisecond; wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return errRelayClosed
+		}
+	}
+	if wait := time.Until(due); wait > 0 {
+		sleepPrecisely(wait)
+	}
+	return nil
 }

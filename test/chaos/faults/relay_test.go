@@ -167,7 +167,7 @@ func TestRelayDelayCutDropsQueued(t *testing.T) {
 	if _, err := sender.Write([]byte("queued")); err != nil {
 		t.Fatal(err)
 	}
-	// The chunk is queued once the proxy has read it; a cut before that drops it too.
+	waitUntil(t, 5*time.Second, "the chunk held for its delay", func() bool { return p.stats().Delayed == 1 })
 	p.cut(1)
 	n, err := io.Copy(io.Discard, receiver)
 	if err != nil {
@@ -178,5 +178,13 @@ func TestRelayDelayCutDropsQueued(t *testing.T) {
 	}
 	if s := p.stats(); s.Dropped != 1 {
 		t.Fatalf("cut dropped %d connections, want 1 (%+v)", s.Dropped, s)
+	}
+	// The relay must not sit out the hour: closing the proxy waits for every relay.
+	closed := make(chan struct{})
+	go func() { p.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the proxy's relay still waits for a cut connection's queued chunk")
 	}
 }
