@@ -88,10 +88,14 @@ var (
 	descUnderMin  = prometheus.NewDesc("cairn_partition_under_min_isr", "1 if the ISR is smaller than min.insync.replicas: acks=all produce is refused (leader only).", partitionLabels, nil)
 	descAtMin     = prometheus.NewDesc("cairn_partition_at_min_isr", "1 if the ISR is exactly min.insync.replicas: one more loss refuses acks=all (leader only).", partitionLabels, nil)
 	descUnderRepl = prometheus.NewDesc("cairn_partition_under_replicated", "1 if some voter is out of the ISR (leader only).", partitionLabels, nil)
+	descUnderRack = prometheus.NewDesc("cairn_partition_under_min_rack_isr", "1 if the ISR spans fewer declared racks than min.insync.racks: acks=all produce is refused (leader only; 0 while min.insync.racks is 1).", partitionLabels, nil)
+	descAtRack    = prometheus.NewDesc("cairn_partition_at_min_rack_isr", "1 if the ISR spans exactly min.insync.racks declared racks: one more rack lost refuses acks=all (leader only; 0 while min.insync.racks is 1).", partitionLabels, nil)
 
 	descUnderMinCount  = prometheus.NewDesc("cairn_under_min_isr_partition_count", "Partitions this broker leads whose ISR is below min.insync.replicas.", nil, nil)
 	descAtMinCount     = prometheus.NewDesc("cairn_at_min_isr_partition_count", "Partitions this broker leads whose ISR is exactly min.insync.replicas.", nil, nil)
 	descUnderReplCount = prometheus.NewDesc("cairn_under_replicated_partitions", "Partitions this broker leads with a voter out of the ISR.", nil, nil)
+	descUnderRackCount = prometheus.NewDesc("cairn_under_min_rack_isr_partition_count", "Partitions this broker leads whose ISR spans fewer racks than min.insync.racks.", nil, nil)
+	descAtRackCount    = prometheus.NewDesc("cairn_at_min_rack_isr_partition_count", "Partitions this broker leads whose ISR spans exactly min.insync.racks racks.", nil, nil)
 )
 
 // partitionCollector reads boundaries at scrape time, so there is no gauge to keep in step.
@@ -99,7 +103,8 @@ type partitionCollector struct{ b *broker.Broker }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	describe(ch, descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descSize, descFlushes,
-		descLeader, descEpoch, descReplicas, descISR, descUnderMin, descAtMin, descUnderRepl, descUnderMinCount, descAtMinCount, descUnderReplCount)
+		descLeader, descEpoch, descReplicas, descISR, descUnderMin, descAtMin, descUnderRepl, descUnderRack, descAtRack,
+		descUnderMinCount, descAtMinCount, descUnderReplCount, descUnderRackCount, descAtRackCount)
 }
 
 // describe sends a collector's descriptors.
@@ -110,7 +115,7 @@ func describe(ch chan<- *prometheus.Desc, descs ...*prometheus.Desc) {
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	var counts [3]float64 // under min ISR, at min ISR, under-replicated
+	var counts [5]float64 // under min ISR, at min ISR, under-replicated, under min racks, at min racks
 	for _, p := range c.b.Partitions() {
 		bd := p.Boundaries()
 		labels := []string{p.Topic(), strconv.Itoa(int(p.ID()))}
@@ -136,10 +141,18 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		counts[0] += b2f(under)
 		counts[1] += b2f(at)
 		counts[2] += b2f(underRepl)
+		if rs, ok := p.RackState(); ok {
+			ch <- prometheus.MustNewConstMetric(descUnderRack, prometheus.GaugeValue, b2f(rs.Under), labels...)
+			ch <- prometheus.MustNewConstMetric(descAtRack, prometheus.GaugeValue, b2f(rs.At), labels...)
+			counts[3] += b2f(rs.Under)
+			counts[4] += b2f(rs.At)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(descUnderMinCount, prometheus.GaugeValue, counts[0])
 	ch <- prometheus.MustNewConstMetric(descAtMinCount, prometheus.GaugeValue, counts[1])
 	ch <- prometheus.MustNewConstMetric(descUnderReplCount, prometheus.GaugeValue, counts[2])
+	ch <- prometheus.MustNewConstMetric(descUnderRackCount, prometheus.GaugeValue, counts[3])
+	ch <- prometheus.MustNewConstMetric(descAtRackCount, prometheus.GaugeValue, counts[4])
 }
 
 var peerLabels = []string{"peer"}

@@ -143,3 +143,57 @@ func TestMetricsCountUnhandledRPCMessages(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// waitForMetrics polls /metrics until it holds every one of want, or fails after 10s.
+func waitForMetrics(t *testing.T, srv *httptest.Server, want ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, metrics := get(t, srv, "/metrics")
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(metrics, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never showed %s", missing)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The rack metrics read 0 while min.insync.racks is 1 (else every rackless cluster would
+// alarm), and show a leader whose ISR spans fewer racks than the topic asks for.
+func TestMetricsShowPartitionsUnderMinRacks(t *testing.T) {
+	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", Rack: "r1", FS: storage.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic("orders", 1, 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewServer(b, NewMetrics(b)))
+	defer srv.Close()
+	waitForMetrics(t, srv,
+		`cairn_partition_leader{partition="0",topic="orders"} 1`,
+		`cairn_partition_under_min_rack_isr{partition="0",topic="orders"} 0`,
+		`cairn_partition_at_min_rack_isr{partition="0",topic="orders"} 0`,
+		"cairn_under_min_rack_isr_partition_count 0",
+		"cairn_at_min_rack_isr_partition_count 0")
+
+	// Stored past the creation check, as a broker that changed rack leaves it: one rack
+	// cannot hold a batch that must span two.
+	if err := b.SetTopicConfig("orders", map[string]string{"min.insync.racks": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	waitForMetrics(t, srv,
+		`cairn_partition_under_min_rack_isr{partition="0",topic="orders"} 1`,
+		`cairn_partition_at_min_rack_isr{partition="0",topic="orders"} 0`,
+		"cairn_under_min_rack_isr_partition_count 1",
+		"cairn_at_min_rack_isr_partition_count 0")
+}
