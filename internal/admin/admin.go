@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/broker"
+	"github.com/cairn-io/cairn/internal/partition"
 )
 
 // Metrics records Kafka request metrics and exposes partition boundaries as gauges.
@@ -257,6 +259,43 @@ type PartitionStatus struct {
 	LastVisible        int64   `json:"last_visible_offset"`
 	WriteCaching       bool    `json:"write_caching"`
 	SizeBytes          int64   `json:"size_bytes"`
+	// ReplicaRacks is each replica's declared rack ("": none), in the order of Replicas.
+	ReplicaRacks []ReplicaRack `json:"replica_racks"`
+	// ISRRacks are the distinct declared racks the ISR spans, sorted.
+	ISRRacks []string `json:"isr_racks"`
+	// MinInsyncReplicas is the effective min.insync.replicas: the topic's value capped by
+	// the replica count (DESIGN.md §3).
+	MinInsyncReplicas int `json:"min_insync_replicas"`
+	// MinInsyncRacks is the topic's min.insync.racks, uncapped (1: off).
+	MinInsyncRacks int `json:"min_insync_racks"`
+}
+
+// ReplicaRack is one replica's broker id and declared rack.
+type ReplicaRack struct {
+	ID   int32  `json:"id"`
+	Rack string `json:"rack"`
+}
+
+// replicaRacks pairs each replica with its declared rack.
+func replicaRacks(replicas []int32, racks partition.Racks) []ReplicaRack {
+	out := make([]ReplicaRack, len(replicas))
+	for i, id := range replicas {
+		out[i] = ReplicaRack{ID: id, Rack: racks[uint64(id)]}
+	}
+	return out
+}
+
+// distinctRacks is the sorted set of declared racks that replicas span; a replica without
+// a rack adds none, as for min.insync.racks.
+func distinctRacks(replicas []int32, racks partition.Racks) []string {
+	out := []string{}
+	for _, id := range replicas {
+		if r := racks[uint64(id)]; r != "" && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
@@ -277,11 +316,14 @@ func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
 	bd := p.Boundaries()
 	views := s.b.PartitionViews(p.Topic())
 	view := views[p.ID()]
+	cfg, racks := p.Config(), p.Racks()
 	writeJSON(w, http.StatusOK, PartitionStatus{
 		Topic: p.Topic(), Partition: p.ID(), Leader: view.Leader, LeaderEpoch: bd.LeaderEpoch,
 		IsLeader: bd.IsLeader, Replicas: view.Replicas, ISR: view.ISR,
 		LogStart: bd.LogStart, LogEnd: bd.LogEnd, Flushed: bd.Flushed, MajorityReplicated: bd.MajorityReplicated,
-		Committed: bd.Committed, LastVisible: bd.LastVisible, WriteCaching: p.Config().WriteCaching, SizeBytes: p.SizeBytes(),
+		Committed: bd.Committed, LastVisible: bd.LastVisible, WriteCaching: cfg.WriteCaching, SizeBytes: p.SizeBytes(),
+		ReplicaRacks: replicaRacks(view.Replicas, racks), ISRRacks: distinctRacks(view.ISR, racks),
+		MinInsyncReplicas: max(1, min(cfg.MinInsyncReplicas, len(view.Replicas))), MinInsyncRacks: cfg.MinInsyncRacks,
 	})
 }
 

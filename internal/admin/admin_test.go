@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,12 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	if st.LogEnd != 4 || st.Flushed != 4 || st.Committed != 4 || st.LastVisible != 4 || st.LogStart != 0 {
 		t.Fatalf("boundaries after an acks=-1 write: %+v", st)
+	}
+	// No rack declared: the replica is listed with none, the ISR spans none, and both
+	// minimums are the defaults (min.insync.replicas capped by the one replica).
+	if len(st.ReplicaRacks) != 1 || st.ReplicaRacks[0] != (ReplicaRack{ID: 1}) || st.ISRRacks == nil || len(st.ISRRacks) != 0 ||
+		st.MinInsyncReplicas != 1 || st.MinInsyncRacks != 1 {
+		t.Fatalf("racks and minimums of a rackless replica: %s", body)
 	}
 	code, body = get(t, srv, "/v1/cluster")
 	var cs broker.ClusterStatus
@@ -187,8 +194,9 @@ func TestMetricsShowPartitionsUnderMinRacks(t *testing.T) {
 		"cairn_at_min_rack_isr_partition_count 0")
 
 	// Stored past the creation check, as a broker that changed rack leaves it: one rack
-	// cannot hold a batch that must span two.
-	if err := b.SetTopicConfig("orders", map[string]string{"min.insync.racks": "2"}); err != nil {
+	// cannot hold a batch that must span two. min.insync.replicas=3 on one replica is
+	// in force as 1.
+	if err := b.SetTopicConfig("orders", map[string]string{"min.insync.racks": "2", "min.insync.replicas": "3"}); err != nil {
 		t.Fatal(err)
 	}
 	waitForMetrics(t, srv,
@@ -196,4 +204,14 @@ func TestMetricsShowPartitionsUnderMinRacks(t *testing.T) {
 		`cairn_partition_at_min_rack_isr{partition="0",topic="orders"} 0`,
 		"cairn_under_min_rack_isr_partition_count 1",
 		"cairn_at_min_rack_isr_partition_count 0")
+
+	code, body := get(t, srv, "/v1/partitions/orders/0")
+	var st PartitionStatus
+	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+		t.Fatalf("partition status %d %s", code, body)
+	}
+	if len(st.ReplicaRacks) != 1 || st.ReplicaRacks[0] != (ReplicaRack{ID: 1, Rack: "r1"}) ||
+		!slices.Equal(st.ISRRacks, []string{"r1"}) || st.MinInsyncReplicas != 1 || st.MinInsyncRacks != 2 {
+		t.Fatalf("partition status of a rack-r1 replica under min.insync.racks=2: %s", body)
+	}
 }
