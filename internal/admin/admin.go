@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -285,19 +284,6 @@ func replicaRacks(replicas []int32, racks partition.Racks) []ReplicaRack {
 	return out
 }
 
-// distinctRacks is the sorted set of declared racks that replicas span; a replica without
-// a rack adds none, as for min.insync.racks.
-func distinctRacks(replicas []int32, racks partition.Racks) []string {
-	out := []string{}
-	for _, id := range replicas {
-		if r := racks[uint64(id)]; r != "" && !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("partition"), 10, 32)
 	if err != nil {
@@ -322,7 +308,7 @@ func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
 		IsLeader: bd.IsLeader, Replicas: view.Replicas, ISR: view.ISR,
 		LogStart: bd.LogStart, LogEnd: bd.LogEnd, Flushed: bd.Flushed, MajorityReplicated: bd.MajorityReplicated,
 		Committed: bd.Committed, LastVisible: bd.LastVisible, WriteCaching: cfg.WriteCaching, SizeBytes: p.SizeBytes(),
-		ReplicaRacks: replicaRacks(view.Replicas, racks), ISRRacks: distinctRacks(view.ISR, racks),
+		ReplicaRacks: replicaRacks(view.Replicas, racks), ISRRacks: partition.SpannedRacks(racks, view.ISR),
 		MinInsyncReplicas: max(1, min(cfg.MinInsyncReplicas, len(view.Replicas))), MinInsyncRacks: cfg.MinInsyncRacks,
 	})
 }

@@ -72,10 +72,16 @@ func (p *Partition) RackState() (RackState, bool) {
 
 // racksOfLocked returns the distinct declared racks of replicas, sorted.
 func (p *Partition) racksOfLocked(replicas []uint64) []string {
-	racks := p.Racks()
-	var out []string
-	for _, id := range replicas {
-		if r := racks[id]; r != "" && !slices.Contains(out, r) {
+	return SpannedRacks(p.Racks(), replicas)
+}
+
+// SpannedRacks is the rule min.insync.racks counts by, for every place that shows it: the
+// distinct declared racks the brokers ids span, sorted; a broker without a rack adds none.
+// Never nil, so that it encodes as an empty list.
+func SpannedRacks[ID ~int32 | ~uint64](racks Racks, ids []ID) []string {
+	out := []string{}
+	for _, id := range ids {
+		if r := racks[uint64(id)]; r != "" && !slices.Contains(out, r) {
 			out = append(out, r)
 		}
 	}
