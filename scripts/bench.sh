@@ -9,7 +9,13 @@
 #           profiles.
 #   cluster three brokers, RF=3: 3 rounds of acks=all runs bracketed by disk runs, one acks=1
 #           run, latency at offered 20 and 40 MB/s; CPU and heap profiles of each broker.
-# Usage: scripts/bench.sh [single|cluster|all]   (results, JSON and profiles in $OUT)
+#   racks   (not in all; about 12 minutes) min.insync.racks 1 against 3, on clusters behind
+#           test/benchnet's delaying link proxies: racks r1,r2,r3 without delay, 3 rounds of
+#           acks=all throughput (the order alternating) and latency at a fixed rate; then
+#           latency only with 0.2 ms in a rack and 2 ms across, with r1-r2 at 0.2 ms and r3
+#           2 ms away, and on five brokers r1,r1,r2,r2,r3 (RF=5). The proxies' measured delay
+#           goes to racks-proxy-delay.txt.
+# Usage: scripts/bench.sh [single|cluster|racks|all]   (results, JSON and profiles in $OUT)
 # CAIRN_BIN=path measures that binary instead of building this tree.
 # Ports 31092-31644 and 41092-43644 on 127.0.0.1 must be free; data goes under $WORK.
 set -uo pipefail
@@ -139,10 +145,52 @@ cluster() {
 	rm -rf "$d"
 }
 
+# racks_layout NAME RACKS RF ROUNDS [benchnet delay flags…] runs ROUNDS throughput rounds
+# (racks1 and racks3 alternating which goes first) and one latency run of each at a fixed
+# rate, on a benchnet cluster of that layout. Results: racks-NAME-{tput-N,lat}-racksK.json.
+racks_layout() {
+	local name=$1 racks=$2 rf=$3 rounds=$4 d=$WORK/racks-$1 BR first second
+	shift 4
+	rm -rf "$d" "$WORK/racks-addrs"
+	mkdir -p "$d"
+	"$WORK/benchnet" --binary "$B" --racks "$racks" --data-dir "$d" --log-dir "$OUT/racks-$name-logs" \
+		--addr-file "$WORK/racks-addrs" "$@" >"$OUT/racks-$name.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 1 300); do [ -s "$WORK/racks-addrs" ] && break; sleep 0.2; done
+	BR=$(sed -n 's/^bootstrap=//p' "$WORK/racks-addrs")
+	[ -n "$BR" ] || { echo "benchnet $name did not start; see $OUT/racks-$name.log" >&2; exit 1; }
+	for k in 1 3; do
+		"$B" topic create "racks$k" -p 8 -r "$rf" -c "min.insync.racks=$k" -b "$BR" >/dev/null || exit 1
+	done
+	sleep 2
+	for r in $(seq 1 "$rounds"); do
+		first=1 second=3
+		[ $((r % 2)) = 0 ] && first=3 second=1
+		for k in $first $second; do
+			"$B" bench produce -b "$BR" -t "racks$k" --duration 15s --json >"$OUT/racks-$name-tput-$r-racks$k.json" 2>/dev/null
+		done
+	done
+	for k in 1 3; do
+		"$B" bench produce -b "$BR" -t "racks$k" --rate 5000 --duration 15s --json >"$OUT/racks-$name-lat-racks$k.json" 2>/dev/null
+	done
+	stop_all
+	rm -rf "$d"
+}
+
+racks() {
+	go build -o "$WORK/benchnet" ./test/benchnet || exit 1
+	go test -count=1 -run 'TestRelayDelay$' -v ./test/chaos/faults >"$OUT/racks-proxy-delay.txt" 2>&1
+	racks_layout flat r1,r2,r3 3 3
+	racks_layout delay r1,r2,r3 3 0 --delay-in 200us --delay-cross 2ms
+	racks_layout asym r1,r2,r3 3 0 --delay-cross 2ms --delay-pairs r1/r2=200us
+	racks_layout five r1,r1,r2,r2,r3 5 0 --delay-in 200us --delay-cross 2ms
+}
+
 case ${1:-all} in
 single) single ;;
 cluster) cluster ;;
+racks) racks ;;
 all) single; cluster ;;
-*) echo "usage: $0 [single|cluster|all]" >&2; exit 2 ;;
+*) echo "usage: $0 [single|cluster|racks|all]" >&2; exit 2 ;;
 esac
 /usr/bin/python3 scripts/bench_summary.py "$OUT"

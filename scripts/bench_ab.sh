@@ -7,10 +7,10 @@
 # The broker's CPU is read from /proc/PID/stat (utime+stime) around the run; the run has no
 # warm-up, so every byte it counts was produced while the CPU was counted.
 # With --consume it compares reading from page cache instead: each run's broker writes about
-# 3 GB (acks=1, 10 s) and then serves it to `bench consume --raw` (4 consumers; the broker's
-# CPU is counted for the read alone), followed by a `bench tcp` run. The broker must have
-# written the data itself: after a restart it serves batches it has not checked yet without
-# sendfile (durability.md), which is another path.
+# 3 GB (acks=1, 10 s) and then serves it to `bench consume --raw` ($CONSUMERS consumers,
+# default 4; the broker's CPU is counted for the read alone), followed by a `bench tcp` run.
+# The broker must have written the data itself: after a restart it serves batches it has not
+# checked yet without sendfile (durability.md), which is another path.
 # Usage: scripts/bench_ab.sh [--consume] OLD_BINARY NEW_BINARY [ROUNDS]   (default 4 rounds)
 # Port 32092-32644 on 127.0.0.1 must be free; data goes under $WORK.
 set -uo pipefail
@@ -37,77 +37,70 @@ waitport() {
 	exit 1
 }
 
-one() { # one BINARY LABEL ROUND
-	local d=$WORK/data
-	rm -rf "$d"
-	mkdir -p "$d"
-	"$1" start --node-id 1 --data-dir "$d" --kafka-addr $BR --rpc-addr 127.0.0.1:32093 \
-		--admin-addr 127.0.0.1:32644 >"$OUT/$2-$3.log" 2>&1 &
+# start BINARY LOG: a fresh broker on an empty $WORK/data
+start() {
+	rm -rf "$WORK/data"
+	mkdir -p "$WORK/data"
+	"$1" start --node-id 1 --data-dir "$WORK/data" --kafka-addr $BR --rpc-addr 127.0.0.1:32093 \
+		--admin-addr 127.0.0.1:32644 >"$2" 2>&1 &
 	pid=$!
 	waitport 32092
-	"$B" topic create t -p 8 -b $BR >/dev/null
-	local c0 c1
-	c0=$(cpu_ticks "$pid")
-	"$B" bench produce -b $BR -t t --acks all --duration 12s --warmup 0s --json >"$OUT/$2-$3.json" 2>/dev/null
-	c1=$(cpu_ticks "$pid")
+}
+stop() {
 	kill "$pid"
 	wait "$pid" 2>/dev/null
 	pid=""
-	"$B" bench disk --dir "$d" --size 8GiB --duration 12s --json >"$OUT/$2-$3-disk.json" 2>/dev/null
-	rm -rf "$d"
-	/usr/bin/python3 - "$OUT/$2-$3.json" "$OUT/$2-$3-disk.json" "$(( c1 - c0 ))" "$tick" "$2" "$3" <<'EOF'
+}
+
+# report LABEL ROUND RUN.json BASELINE.json CPU_TICKS: one line, the run against its baseline
+report() {
+	/usr/bin/python3 - "$@" "$tick" <<'EOF'
 import json, sys
-run, disk = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-cpu = int(sys.argv[3]) / int(sys.argv[4])
-gb = run["bytes"] / 1e9
-print(f"{sys.argv[5]} round {sys.argv[6]}: {run['mb_per_s']:.1f} MB/s, disk {disk['mb_per_s']:.1f} MB/s, "
-      f"ratio {run['mb_per_s'] / disk['mb_per_s']:.2f}, broker {cpu:.2f} CPU-s for {gb:.2f} GB = "
+label, rnd, run_f, base_f, ticks, tick = sys.argv[1:]
+run, base = json.load(open(run_f)), json.load(open(base_f))
+cpu, gb = int(ticks) / int(tick), run["bytes"] / 1e9
+print(f"{label} round {rnd}: {run['mode']} {run['mb_per_s']:.1f} MB/s, {base['mode']} {base['mb_per_s']:.1f} MB/s, "
+      f"ratio {run['mb_per_s'] / base['mb_per_s']:.2f}, broker {cpu:.2f} CPU-s for {gb:.2f} GB = "
       f"{cpu / gb:.2f} CPU-s/GB, errors {run['errors']}")
 EOF
 }
 
-start() { # start BINARY LABEL ROUND DIR
-	"$1" start --node-id 1 --data-dir "$4" --kafka-addr $BR --rpc-addr 127.0.0.1:32093 \
-		--admin-addr 127.0.0.1:32644 >"$OUT/$2-$3.log" 2>&1 &
-	pid=$!
-	waitport 32092
-}
-
-read_one() { # read_one BINARY LABEL ROUND: write about 3 GB, then read it from page cache
-	local d=$WORK/data
-	rm -rf "$d"
-	mkdir -p "$d"
-	start "$1" "$2" "$3" "$d"
-	"$B" topic create c -p 4 -b $BR >/dev/null
-	"$B" bench produce -b $BR -t c --acks 1 --duration 10s --warmup 0s --json >"$OUT/$2-$3-fill.json" 2>/dev/null
-	sync
-	local c0 c1
+# produce_one BINARY LABEL ROUND: strict produce, then a disk run in the same folder
+produce_one() {
+	local o=$OUT/$2-$3 c0 c1
+	start "$1" "$o.log"
+	"$B" topic create t -p 8 -b $BR >/dev/null
 	c0=$(cpu_ticks "$pid")
-	"$B" bench consume -b $BR -t c --raw --consumers 4 --duration 8s --json >"$OUT/$2-$3.json" 2>/dev/null
+	"$B" bench produce -b $BR -t t --acks all --duration 12s --warmup 0s --json >"$o.json" 2>/dev/null
 	c1=$(cpu_ticks "$pid")
-	kill "$pid"
-	wait "$pid" 2>/dev/null
-	pid=""
-	rm -rf "$d"
-	"$B" bench tcp --duration 8s --json >"$OUT/$2-$3-tcp.json" 2>/dev/null
-	/usr/bin/python3 - "$OUT/$2-$3.json" "$OUT/$2-$3-tcp.json" "$(( c1 - c0 ))" "$tick" "$2" "$3" <<'EOF2'
-import json, sys
-run, tcp = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-cpu = int(sys.argv[3]) / int(sys.argv[4])
-gb = run["bytes"] / 1e9
-print(f"{sys.argv[5]} round {sys.argv[6]}: consume {run['mb_per_s']:.1f} MB/s, loopback TCP {tcp['mb_per_s']:.1f} MB/s, "
-      f"ratio {run['mb_per_s'] / tcp['mb_per_s']:.2f}, broker {cpu:.2f} CPU-s for {gb:.2f} GB = "
-      f"{cpu / gb:.2f} CPU-s/GB, errors {run['errors']}")
-EOF2
+	stop
+	"$B" bench disk --dir "$WORK/data" --size 8GiB --duration 12s --json >"$o-disk.json" 2>/dev/null
+	rm -rf "$WORK/data"
+	report "$2" "$3" "$o.json" "$o-disk.json" $((c1 - c0))
 }
 
-if [ "$MODE" = consume ]; then
-	for r in $(seq 1 "$ROUNDS"); do
-		if [ $((r % 2)) = 1 ]; then read_one "$A" old "$r"; read_one "$B" new "$r"; else read_one "$B" new "$r"; read_one "$A" old "$r"; fi
-	done | tee "$OUT/summary.txt"
-	exit 0
-fi
+# consume_one BINARY LABEL ROUND: write about 3 GB, read it from page cache, then a TCP run
+consume_one() {
+	local o=$OUT/$2-$3 c0 c1
+	start "$1" "$o.log"
+	"$B" topic create c -p 4 -b $BR >/dev/null
+	"$B" bench produce -b $BR -t c --acks 1 --duration 10s --warmup 0s --json >"$o-fill.json" 2>/dev/null
+	sync
+	c0=$(cpu_ticks "$pid")
+	"$B" bench consume -b $BR -t c --raw --consumers "${CONSUMERS:-4}" --duration 8s --json >"$o.json" 2>/dev/null
+	c1=$(cpu_ticks "$pid")
+	stop
+	rm -rf "$WORK/data"
+	"$B" bench tcp --duration 8s --json >"$o-tcp.json" 2>/dev/null
+	report "$2" "$3" "$o.json" "$o-tcp.json" $((c1 - c0))
+}
 
 for r in $(seq 1 "$ROUNDS"); do
-	if [ $((r % 2)) = 1 ]; then one "$A" old "$r"; one "$B" new "$r"; else one "$B" new "$r"; one "$A" old "$r"; fi
+	if [ $((r % 2)) = 1 ]; then
+		"${MODE}_one" "$A" old "$r"
+		"${MODE}_one" "$B" new "$r"
+	else
+		"${MODE}_one" "$B" new "$r"
+		"${MODE}_one" "$A" old "$r"
+	fi
 done | tee "$OUT/summary.txt"

@@ -83,3 +83,20 @@ for name in ("r-acks1", "r-rate20k", "r-rate40k"):
     if run is not None:
         print(f"{name}: {run['mb_per_s']:.1f} MB/s, p50 {run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, "
               f"p99.9 {run['p999_ms']:.1f} ms, max {run['max_ms']:.1f} ms, errors {run['errors']}")
+
+# min.insync.racks 3 against 1, on the benchnet layouts (scripts/bench.sh racks).
+tput = []
+for r in (1, 2, 3):
+    one, three = load(f"racks-flat-tput-{r}-racks1"), load(f"racks-flat-tput-{r}-racks3")
+    if one is None or three is None:
+        continue
+    tput.append(three["mb_per_s"] / one["mb_per_s"])
+    print(f"racks round {r}: min.insync.racks=1 {one['mb_per_s']:6.1f} MB/s, =3 {three['mb_per_s']:6.1f} MB/s, "
+          f"errors {one['errors']}/{three['errors']}")
+show("3 brokers RF=3 acks=all, min.insync.racks=3 ÷ 1", tput)
+for layout in ("flat", "delay", "asym", "five"):
+    for k in (1, 3):
+        run = load(f"racks-{layout}-lat-racks{k}")
+        if run is not None:
+            print(f"racks {layout:5} min.insync.racks={k}: send→ack p50 {run['p50_ms']:.2f} ms, p99 {run['p99_ms']:.2f} ms, "
+                  f"{run['mb_per_s']:.1f} MB/s, errors {run['errors']}")

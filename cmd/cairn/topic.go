@@ -243,11 +243,11 @@ func newTopicDescribeCmd(tf *topicFlags) *cobra.Command {
 
 func describeTopic(ctx context.Context, cmd *cobra.Command, tf *topicFlags, adm *kadm.Client, name string, allConfigs bool) error {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	tds, err := adm.ListTopics(ctx, name)
+	md, err := adm.Metadata(ctx, name)
 	if err != nil {
 		return requestError(cmd, &tf.clientFlags, "describing topic "+name, err)
 	}
-	td, ok := tds[name]
+	td, ok := md.Topics[name]
 	if !ok {
 		return fmt.Errorf("topic %s: not in the broker's metadata answer", name)
 	}
@@ -279,14 +279,16 @@ func describeTopic(ctx context.Context, cmd *cobra.Command, tf *topicFlags, adm 
 	fmt.Fprintln(out)
 
 	tw := newTable(out)
-	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK")
+	racks, minimums := brokerRacks(md.Brokers), topicMinimums(rcs, name)
+	fmt.Fprintln(tw, "PARTITION\tLEADER\tEPOCH\tREPLICAS\tISR\tLOG-START\tHIGH-WATERMARK\tRACKS\tMIN-ISR\tMIN-RACKS")
 	for _, p := range td.Partitions.Sorted() {
 		leader := strconv.Itoa(int(p.Leader))
 		if p.Leader < 0 {
 			leader = "none"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s", p.Partition, leader, p.LeaderEpoch,
-			int32List(p.Replicas), int32List(p.ISR), offsetCell(starts, name, p.Partition), offsetCell(ends, name, p.Partition))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.Partition, leader, p.LeaderEpoch,
+			int32List(p.Replicas), int32List(p.ISR), offsetCell(starts, name, p.Partition), offsetCell(ends, name, p.Partition),
+			rackList(p.Replicas, racks), minISRCell(p, minimums), minRacksCell(p, racks, minimums))
 		if p.Err != nil {
 			fmt.Fprintf(tw, "\terror: %v", p.Err)
 		}

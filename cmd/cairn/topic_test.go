@@ -61,10 +61,10 @@ func TestTopicCreateListDescribeDelete(t *testing.T) {
 		}
 	}
 	// Partition 2 has the three records: log start 0, high watermark 3.
-	if !regexp.MustCompile(`(?m)^2\s+\d+\s+\d+\s+\[\d+\]\s+\[\d+\]\s+0\s+3\s*$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^2\s+\d+\s+\d+\s+\[\d+\]\s+\[\d+\]\s+0\s+3\s+\[krack\]\s+1/1 ok\s+off\s*$`).MatchString(out) {
 		t.Errorf("describe: partition 2 row not as expected:\n%s", out)
 	}
-	if !regexp.MustCompile(`(?m)^0\s+\d+\s+\d+\s+\[\d+\]\s+\[\d+\]\s+0\s+0\s*$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^0\s+\d+\s+\d+\s+\[\d+\]\s+\[\d+\]\s+0\s+0\s+\[krack\]\s+1/1 ok\s+off\s*$`).MatchString(out) {
 		t.Errorf("describe: partition 0 row not as expected:\n%s", out)
 	}
 	// Only the topic's own configs by default, with their source.

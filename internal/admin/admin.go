@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/broker"
+	"github.com/cairn-io/cairn/internal/partition"
 )
 
 // Metrics records Kafka request metrics and exposes partition boundaries as gauges.
@@ -88,10 +89,14 @@ var (
 	descUnderMin  = prometheus.NewDesc("cairn_partition_under_min_isr", "1 if the ISR is smaller than min.insync.replicas: acks=all produce is refused (leader only).", partitionLabels, nil)
 	descAtMin     = prometheus.NewDesc("cairn_partition_at_min_isr", "1 if the ISR is exactly min.insync.replicas: one more loss refuses acks=all (leader only).", partitionLabels, nil)
 	descUnderRepl = prometheus.NewDesc("cairn_partition_under_replicated", "1 if some voter is out of the ISR (leader only).", partitionLabels, nil)
+	descUnderRack = prometheus.NewDesc("cairn_partition_under_min_rack_isr", "1 if the ISR spans fewer declared racks than min.insync.racks: acks=all produce is refused (leader only; 0 while min.insync.racks is 1).", partitionLabels, nil)
+	descAtRack    = prometheus.NewDesc("cairn_partition_at_min_rack_isr", "1 if the ISR spans exactly min.insync.racks declared racks: one more rack lost refuses acks=all (leader only; 0 while min.insync.racks is 1).", partitionLabels, nil)
 
 	descUnderMinCount  = prometheus.NewDesc("cairn_under_min_isr_partition_count", "Partitions this broker leads whose ISR is below min.insync.replicas.", nil, nil)
 	descAtMinCount     = prometheus.NewDesc("cairn_at_min_isr_partition_count", "Partitions this broker leads whose ISR is exactly min.insync.replicas.", nil, nil)
 	descUnderReplCount = prometheus.NewDesc("cairn_under_replicated_partitions", "Partitions this broker leads with a voter out of the ISR.", nil, nil)
+	descUnderRackCount = prometheus.NewDesc("cairn_under_min_rack_isr_partition_count", "Partitions this broker leads whose ISR spans fewer racks than min.insync.racks.", nil, nil)
+	descAtRackCount    = prometheus.NewDesc("cairn_at_min_rack_isr_partition_count", "Partitions this broker leads whose ISR spans exactly min.insync.racks racks.", nil, nil)
 )
 
 // partitionCollector reads boundaries at scrape time, so there is no gauge to keep in step.
@@ -99,7 +104,8 @@ type partitionCollector struct{ b *broker.Broker }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	describe(ch, descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descSize, descFlushes,
-		descLeader, descEpoch, descReplicas, descISR, descUnderMin, descAtMin, descUnderRepl, descUnderMinCount, descAtMinCount, descUnderReplCount)
+		descLeader, descEpoch, descReplicas, descISR, descUnderMin, descAtMin, descUnderRepl, descUnderRack, descAtRack,
+		descUnderMinCount, descAtMinCount, descUnderReplCount, descUnderRackCount, descAtRackCount)
 }
 
 // describe sends a collector's descriptors.
@@ -110,7 +116,7 @@ func describe(ch chan<- *prometheus.Desc, descs ...*prometheus.Desc) {
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
-	var counts [3]float64 // under min ISR, at min ISR, under-replicated
+	var counts [5]float64 // under min ISR, at min ISR, under-replicated, under min racks, at min racks
 	for _, p := range c.b.Partitions() {
 		bd := p.Boundaries()
 		labels := []string{p.Topic(), strconv.Itoa(int(p.ID()))}
@@ -136,10 +142,18 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		counts[0] += b2f(under)
 		counts[1] += b2f(at)
 		counts[2] += b2f(underRepl)
+		if rs, ok := p.RackState(); ok {
+			ch <- prometheus.MustNewConstMetric(descUnderRack, prometheus.GaugeValue, b2f(rs.Under), labels...)
+			ch <- prometheus.MustNewConstMetric(descAtRack, prometheus.GaugeValue, b2f(rs.At), labels...)
+			counts[3] += b2f(rs.Under)
+			counts[4] += b2f(rs.At)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(descUnderMinCount, prometheus.GaugeValue, counts[0])
 	ch <- prometheus.MustNewConstMetric(descAtMinCount, prometheus.GaugeValue, counts[1])
 	ch <- prometheus.MustNewConstMetric(descUnderReplCount, prometheus.GaugeValue, counts[2])
+	ch <- prometheus.MustNewConstMetric(descUnderRackCount, prometheus.GaugeValue, counts[3])
+	ch <- prometheus.MustNewConstMetric(descAtRackCount, prometheus.GaugeValue, counts[4])
 }
 
 var peerLabels = []string{"peer"}
@@ -244,6 +258,30 @@ type PartitionStatus struct {
 	LastVisible        int64   `json:"last_visible_offset"`
 	WriteCaching       bool    `json:"write_caching"`
 	SizeBytes          int64   `json:"size_bytes"`
+	// ReplicaRacks is each replica's declared rack ("": none), in the order of Replicas.
+	ReplicaRacks []ReplicaRack `json:"replica_racks"`
+	// ISRRacks are the distinct declared racks the ISR spans, sorted.
+	ISRRacks []string `json:"isr_racks"`
+	// MinInsyncReplicas is the effective min.insync.replicas: the topic's value capped by
+	// the replica count (DESIGN.md §3).
+	MinInsyncReplicas int `json:"min_insync_replicas"`
+	// MinInsyncRacks is the topic's min.insync.racks, uncapped (1: off).
+	MinInsyncRacks int `json:"min_insync_racks"`
+}
+
+// ReplicaRack is one replica's broker id and declared rack.
+type ReplicaRack struct {
+	ID   int32  `json:"id"`
+	Rack string `json:"rack"`
+}
+
+// replicaRacks pairs each replica with its declared rack.
+func replicaRacks(replicas []int32, racks partition.Racks) []ReplicaRack {
+	out := make([]ReplicaRack, len(replicas))
+	for i, id := range replicas {
+		out[i] = ReplicaRack{ID: id, Rack: racks[uint64(id)]}
+	}
+	return out
 }
 
 func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
@@ -264,11 +302,14 @@ func (s *Server) handlePartition(w http.ResponseWriter, r *http.Request) {
 	bd := p.Boundaries()
 	views := s.b.PartitionViews(p.Topic())
 	view := views[p.ID()]
+	cfg, racks := p.Config(), p.Racks()
 	writeJSON(w, http.StatusOK, PartitionStatus{
 		Topic: p.Topic(), Partition: p.ID(), Leader: view.Leader, LeaderEpoch: bd.LeaderEpoch,
 		IsLeader: bd.IsLeader, Replicas: view.Replicas, ISR: view.ISR,
 		LogStart: bd.LogStart, LogEnd: bd.LogEnd, Flushed: bd.Flushed, MajorityReplicated: bd.MajorityReplicated,
-		Committed: bd.Committed, LastVisible: bd.LastVisible, WriteCaching: p.Config().WriteCaching, SizeBytes: p.SizeBytes(),
+		Committed: bd.Committed, LastVisible: bd.LastVisible, WriteCaching: cfg.WriteCaching, SizeBytes: p.SizeBytes(),
+		ReplicaRacks: replicaRacks(view.Replicas, racks), ISRRacks: partition.SpannedRacks(racks, view.ISR),
+		MinInsyncReplicas: max(1, min(cfg.MinInsyncReplicas, len(view.Replicas))), MinInsyncRacks: cfg.MinInsyncRacks,
 	})
 }
 

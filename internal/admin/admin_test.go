@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,12 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	if st.LogEnd != 4 || st.Flushed != 4 || st.Committed != 4 || st.LastVisible != 4 || st.LogStart != 0 {
 		t.Fatalf("boundaries after an acks=-1 write: %+v", st)
+	}
+	// No rack declared: the replica is listed with none, the ISR spans none, and both
+	// minimums are the defaults (min.insync.replicas capped by the one replica).
+	if len(st.ReplicaRacks) != 1 || st.ReplicaRacks[0] != (ReplicaRack{ID: 1}) || st.ISRRacks == nil || len(st.ISRRacks) != 0 ||
+		st.MinInsyncReplicas != 1 || st.MinInsyncRacks != 1 {
+		t.Fatalf("racks and minimums of a rackless replica: %s", body)
 	}
 	code, body = get(t, srv, "/v1/cluster")
 	var cs broker.ClusterStatus
@@ -141,5 +148,70 @@ func TestMetricsCountUnhandledRPCMessages(t *testing.T) {
 			t.Fatal("/metrics never counted the unhandled message")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitForMetrics polls /metrics until it holds every one of want, or fails after 10s.
+func waitForMetrics(t *testing.T, srv *httptest.Server, want ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, metrics := get(t, srv, "/metrics")
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(metrics, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never showed %s", missing)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The rack metrics read 0 while min.insync.racks is 1 (else every rackless cluster would
+// alarm), and show a leader whose ISR spans fewer racks than the topic asks for.
+func TestMetricsShowPartitionsUnderMinRacks(t *testing.T) {
+	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", Rack: "r1", FS: storage.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic("orders", 1, 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewServer(b, NewMetrics(b)))
+	defer srv.Close()
+	waitForMetrics(t, srv,
+		`cairn_partition_leader{partition="0",topic="orders"} 1`,
+		`cairn_partition_under_min_rack_isr{partition="0",topic="orders"} 0`,
+		`cairn_partition_at_min_rack_isr{partition="0",topic="orders"} 0`,
+		"cairn_under_min_rack_isr_partition_count 0",
+		"cairn_at_min_rack_isr_partition_count 0")
+
+	// Stored past the creation check, as a broker that changed rack leaves it: one rack
+	// cannot hold a batch that must span two. min.insync.replicas=3 on one replica is
+	// in force as 1.
+	if err := b.SetTopicConfig("orders", map[string]string{"min.insync.racks": "2", "min.insync.replicas": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	waitForMetrics(t, srv,
+		`cairn_partition_under_min_rack_isr{partition="0",topic="orders"} 1`,
+		`cairn_partition_at_min_rack_isr{partition="0",topic="orders"} 0`,
+		"cairn_under_min_rack_isr_partition_count 1",
+		"cairn_at_min_rack_isr_partition_count 0")
+
+	code, body := get(t, srv, "/v1/partitions/orders/0")
+	var st PartitionStatus
+	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+		t.Fatalf("partition status %d %s", code, body)
+	}
+	if len(st.ReplicaRacks) != 1 || st.ReplicaRacks[0] != (ReplicaRack{ID: 1, Rack: "r1"}) ||
+		!slices.Equal(st.ISRRacks, []string{"r1"}) || st.MinInsyncReplicas != 1 || st.MinInsyncRacks != 2 {
+		t.Fatalf("partition status of a rack-r1 replica under min.insync.racks=2: %s", body)
 	}
 }

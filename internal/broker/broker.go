@@ -526,6 +526,9 @@ func (b *Broker) createTopic(name string, partitions int32, rf int16, overrides 
 	if perr != nil {
 		return TopicInfo{}, perr
 	}
+	if err := b.checkNewPartitionRacks(name, overrides, assignment, 0); err != nil {
+		return TopicInfo{}, err
+	}
 	cmd := controller.CreateTopic{Name: name, ID: newTopicID(), Partitions: partitions, RF: rf, Configs: overrides, Assignment: assignment}
 	info := TopicInfo{Name: name, ID: cmd.ID, Partitions: partitions, ReplicationFactor: rf, Internal: strings.HasPrefix(name, "__")}
 	if validateOnly {
@@ -629,6 +632,9 @@ func (b *Broker) CreatePartitions(name string, count int32, validateOnly bool) *
 	assignment, perr := b.place(count-cur, t.RF)
 	if perr != nil {
 		return perr
+	}
+	if err := b.checkNewPartitionRacks(name, t.Configs, assignment, cur); err != nil {
+		return err
 	}
 	if validateOnly {
 		return nil

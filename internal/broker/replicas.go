@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -26,6 +27,7 @@ type replica struct {
 	group    uint64
 	replicas []int32
 	cfg      config.TopicConfig
+	racks    partition.Racks // the declared racks it was last given
 }
 
 // partitionDir names a partition's folder by topic name, partition and topic id, so a topic
@@ -35,7 +37,8 @@ func (b *Broker) partitionDir(name string, id controller.TopicID, p int32) strin
 }
 
 // reconcileLoop follows the controller state: each change opens the replicas newly
-// assigned here, closes and removes those no longer assigned, and applies config changes.
+// assigned here, closes and removes those no longer assigned, and applies config changes
+// and the brokers' declared racks (min.insync.racks).
 func (b *Broker) reconcileLoop() {
 	for {
 		ch := b.svc.Load().Changed()
@@ -59,6 +62,20 @@ func raftIDs(ids []int32) []uint64 {
 	return out
 }
 
+// partitionRacks maps each broker the controller knows (live or not: a stopped broker's
+// rack is still its rack) to the rack it declared, for min.insync.racks. It covers the
+// whole cluster rather than a partition's assignment, so it stays right for voters that
+// differ from the assignment.
+func partitionRacks(brokers []controller.Broker) partition.Racks {
+	racks := partition.Racks{}
+	for _, br := range brokers {
+		if br.Rack != "" {
+			racks[uint64(br.ID)] = br.Rack
+		}
+	}
+	return racks
+}
+
 // reconcile makes the local replicas match the controller state.
 func (b *Broker) reconcile() error {
 	b.reconcileMu.Lock()
@@ -68,6 +85,7 @@ func (b *Broker) reconcile() error {
 	}
 	st := b.state()
 	cluster := st.ClusterConfig()
+	racks := partitionRacks(st.Brokers())
 	want := map[replicaKey]bool{}
 	var firstErr error
 	topics := st.Topics()
@@ -92,12 +110,16 @@ func (b *Broker) reconcile() error {
 					r.p.SetConfig(cfg)
 					r.cfg = cfg
 				}
+				if !maps.Equal(r.racks, racks) { // a broker re-registered with another rack
+					r.p.SetRacks(racks)
+					r.racks = racks
+				}
 				continue
 			}
 			if p >= len(t.Groups) {
 				continue // not yet given a group id (an older state): nothing to run
 			}
-			r, err := b.openReplica(t, int32(p), cfg)
+			r, err := b.openReplica(t, int32(p), cfg, racks)
 			if err != nil {
 				b.lg.Error("opening replica", "topic", t.Name, "partition", p, "err", err)
 				if firstErr == nil {
@@ -132,20 +154,20 @@ func (b *Broker) reconcile() error {
 	return firstErr
 }
 
-func (b *Broker) openReplica(t controller.Topic, p int32, cfg config.TopicConfig) (*replica, error) {
+func (b *Broker) openReplica(t controller.Topic, p int32, cfg config.TopicConfig, racks partition.Racks) (*replica, error) {
 	ls, err := raft.Open(storage.Options{FS: b.fs, Dir: b.partitionDir(t.Name, t.ID, p), SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
 	if err != nil {
 		return nil, err
 	}
 	reps := slices.Clone(t.Assignment[p])
 	part, err := partition.Open(partition.Options{Topic: t.Name, Partition: p, Storage: ls, Host: b.host,
-		Group: t.Groups[p], Self: uint64(b.cfg.NodeID), Replicas: raftIDs(reps), Config: cfg, Logger: b.lg,
+		Group: t.Groups[p], Self: uint64(b.cfg.NodeID), Replicas: raftIDs(reps), Config: cfg, Racks: racks, Logger: b.lg,
 		OnRoleChange: b.kickRoles})
 	if err != nil {
 		ls.Close()
 		return nil, err
 	}
-	return &replica{p: part, name: t.Name, group: t.Groups[p], replicas: reps, cfg: cfg}, nil
+	return &replica{p: part, name: t.Name, group: t.Groups[p], replicas: reps, cfg: cfg, racks: racks}, nil
 }
 
 // removeOrphans deletes partition folders that no local replica owns: what a crash left

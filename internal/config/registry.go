@@ -43,14 +43,10 @@ type Refused struct {
 	Name       string // exact name, or a prefix ending in "*" (e.g. "log.cleaner.*")
 	KafkaScope string // "topic" or "broker": where Kafka accepts it
 	Reason     string // why Cairn does not enforce it
-	Msg        string // if set, the whole refusal message instead of the standard one
 }
 
 // Message is the refusal message returned for name, which matches r.
 func (r Refused) Message(name string) string {
-	if r.Msg != "" {
-		return r.Msg
-	}
 	return name + " is a Kafka " + r.KafkaScope + " property that Cairn does not enforce (" +
 		r.Reason + "), so it is refused rather than silently ignored"
 }
@@ -131,6 +127,9 @@ func build() *registry {
 	add(topicPair(TopicMinInsyncReplicas, ClusterMinInsyncReplicas, numSpec(TypeInt, 1, math.MaxInt32, false), "1",
 		"In-sync replicas an acks=all write needs to be admitted, and replicas that must hold it before it succeeds; capped at the replication factor.",
 		"partition: acks=all admission and completion")...)
+	add(topicPair(TopicMinInsyncRacks, ClusterMinInsyncRacks, numSpec(TypeInt, 1, math.MaxInt32, false), "1",
+		"Distinct declared racks (--rack) the in-sync replicas must span to admit an acks=all write, and that the replicas holding it must span before it succeeds; 1 is off. A broker without a rack counts for none. Not capped: a value above the declared racks of a partition's replicas is refused.",
+		"partition: acks=all admission and completion; broker: refused above the declared racks of a partition's replicas")...)
 
 	// write_caching_default is an enum, not the bool of write.caching: replace the pair's
 	// cluster half.
@@ -265,10 +264,6 @@ func refusedList() []Refused {
 		throttle   = "replication throttling is not implemented"
 	)
 	return []Refused{
-		{Name: "min.insync.racks", KafkaScope: "topic",
-			Reason: "not enforced until rack-aware replication lands",
-			Msg:    "min.insync.racks is not enforced until rack-aware replication lands; refused rather than ignored"},
-
 		// Topic properties.
 		{Name: "compression.gzip.level", KafkaScope: "topic", Reason: recompress},
 		{Name: "compression.lz4.level", KafkaScope: "topic", Reason: recompress},

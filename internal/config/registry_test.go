@@ -68,12 +68,12 @@ func TestRegistryInvariants(t *testing.T) {
 func TestAcceptedProperties(t *testing.T) {
 	want := map[Scope][]string{
 		ScopeTopic: {"cleanup.policy", "compression.type", "delete.retention.ms", "flush.bytes", "flush.ms", "max.message.bytes",
-			"message.timestamp.type", "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms", "write.caching"},
+			"message.timestamp.type", "min.insync.racks", "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms", "write.caching"},
 		ScopeCluster: {"auto.create.topics.enable", "compression.type", "default.replication.factor",
 			"group.initial.rebalance.delay.ms", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
 			"log.cleaner.delete.retention.ms", "log.cleanup.policy", "log.flush.interval.bytes", "log.flush.interval.ms", "log.message.timestamp.type", "log.retention.bytes",
 			"log.retention.check.interval.ms", "log.retention.ms", "log.roll.ms", "log.segment.bytes",
-			"message.max.bytes", "min.insync.replicas", "num.partitions",
+			"message.max.bytes", "min.insync.racks", "min.insync.replicas", "num.partitions",
 			"offset.metadata.max.bytes", "offsets.commit.timeout.ms", "offsets.retention.check.interval.ms",
 			"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
 			"offsets.topic.segment.bytes", "write_caching_default"},
@@ -92,7 +92,7 @@ func TestAcceptedProperties(t *testing.T) {
 		"retention.bytes": "log.retention.bytes", "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
 		"max.message.bytes": "message.max.bytes", "write.caching": "write_caching_default",
 		"flush.ms": "log.flush.interval.ms", "flush.bytes": "log.flush.interval.bytes",
-		"min.insync.replicas": "min.insync.replicas", "compression.type": "compression.type",
+		"min.insync.replicas": "min.insync.replicas", "min.insync.racks": "min.insync.racks", "compression.type": "compression.type",
 		"delete.retention.ms": "log.cleaner.delete.retention.ms"}
 	for topic, cluster := range synonyms {
 		if p, _ := Lookup(ScopeTopic, topic); p.Synonym != cluster {

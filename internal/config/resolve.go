@@ -107,6 +107,7 @@ func ResolveTopic(topicOverrides, clusterOverrides map[string]string) TopicConfi
 		FlushMs:           mustInt(get(TopicFlushMs)),
 		FlushBytes:        mustInt(get(TopicFlushBytes)),
 		MinInsyncReplicas: int(mustInt(get(TopicMinInsyncReplicas))),
+		MinInsyncRacks:    int(mustInt(get(TopicMinInsyncRacks))),
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 func TestResolveTopicDefaults(t *testing.T) {
 	want := TopicConfig{CleanupPolicy: "delete", DeleteRetentionMs: 86400000, RetentionMs: 604800000, RetentionBytes: -1,
 		SegmentBytes: 1 << 30, SegmentMs: 604800000, MaxMessageBytes: 1048588, WriteCaching: false,
-		FlushMs: 100, FlushBytes: 262144, MinInsyncReplicas: 1}
+		FlushMs: 100, FlushBytes: 262144, MinInsyncReplicas: 1, MinInsyncRacks: 1}
 	if got := ResolveTopic(nil, nil); got != want {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
@@ -20,20 +20,22 @@ func TestResolveTopicPrecedence(t *testing.T) {
 		"log.retention.ms": "1000", "log.retention.bytes": "2000", "log.segment.bytes": "4096",
 		"log.roll.ms": "3000", "message.max.bytes": "5000", "log.flush.interval.ms": "6",
 		"log.flush.interval.bytes": "7000", "min.insync.replicas": "2", "log.cleanup.policy": "delete",
+		"min.insync.racks": "2",
 	}
 	got := ResolveTopic(nil, cluster)
 	want := TopicConfig{CleanupPolicy: "delete", DeleteRetentionMs: 86400000, RetentionMs: 1000, RetentionBytes: 2000, SegmentBytes: 4096,
-		SegmentMs: 3000, MaxMessageBytes: 5000, FlushMs: 6, FlushBytes: 7000, MinInsyncReplicas: 2}
+		SegmentMs: 3000, MaxMessageBytes: 5000, FlushMs: 6, FlushBytes: 7000, MinInsyncReplicas: 2, MinInsyncRacks: 2}
 	if got != want {
 		t.Fatalf("cluster overrides:\n got %+v\nwant %+v", got, want)
 	}
 	topic := map[string]string{
 		"retention.ms": "-1", "retention.bytes": "-1", "segment.bytes": "8192", "segment.ms": "1",
 		"max.message.bytes": "0", "flush.ms": "0", "flush.bytes": "1", "min.insync.replicas": "3",
+		"min.insync.racks": "3",
 	}
 	got = ResolveTopic(topic, cluster)
 	want = TopicConfig{CleanupPolicy: "delete", DeleteRetentionMs: 86400000, RetentionMs: -1, RetentionBytes: -1, SegmentBytes: 8192,
-		SegmentMs: 1, MaxMessageBytes: 0, FlushMs: 0, FlushBytes: 1, MinInsyncReplicas: 3}
+		SegmentMs: 1, MaxMessageBytes: 0, FlushMs: 0, FlushBytes: 1, MinInsyncReplicas: 3, MinInsyncRacks: 3}
 	if got != want {
 		t.Fatalf("topic overrides:\n got %+v\nwant %+v", got, want)
 	}
@@ -211,6 +213,8 @@ func TestDescribeTopicSourcesAndSynonyms(t *testing.T) {
 			{"log.cleanup.policy", "delete", SourceDefault}}},
 		{"min.insync.replicas", "1", SourceDefault, KafkaTypeInt, []Synonym{
 			{"min.insync.replicas", "1", SourceDefault}}},
+		{"min.insync.racks", "1", SourceDefault, KafkaTypeInt, []Synonym{
+			{"min.insync.racks", "1", SourceDefault}}},
 		{"compression.type", "producer", SourceDefault, KafkaTypeString, nil},
 		// disabled wins: the value is false and the cluster setting is its source, while the
 		// synonyms still show the topic's own setting.

@@ -156,6 +156,7 @@ type TopicConfig struct {
 	FlushMs           int64
 	FlushBytes        int64
 	MinInsyncReplicas int
+	MinInsyncRacks    int // 1 is off
 }
 
 // ClusterConfig is the effective, typed cluster-wide configuration.

@@ -77,6 +77,13 @@ var validationCases = map[string][]vcase{
 		ok("1", "1"), ok("3", "3"), ok("2147483647", "2147483647"),
 		bad("0", "out of range"), bad("-1", "out of range"), bad("2147483648", "out of range"),
 	},
+	"min.insync.racks": {
+		ok("1", "1"), ok("2", "2"), ok(" 3 ", "3"), ok("2147483647", "2147483647"),
+		bad("0", "invalid value \"0\" for min.insync.racks: out of range; valid values: >= 1"),
+		bad("-1", "invalid value \"-1\" for min.insync.racks: out of range; valid values: >= 1"),
+		bad("two", "invalid value \"two\" for min.insync.racks: not a whole number (an int); valid values: >= 1"),
+		bad("2147483648", "out of range for an int"), bad("", "not a whole number"),
+	},
 	// Cluster-only.
 	"auto.create.topics.enable": {
 		ok("true", "true"), ok("false", "false"), bad("on", "not a boolean"),
@@ -228,8 +235,6 @@ func TestNameErrors(t *testing.T) {
 		{ScopeCluster, "write.caching.default", []string{"did you mean write_caching_default?"}},
 		{ScopeCluster, "node_id", []string{"unknown cluster property"}},
 
-		{ScopeTopic, "min.insync.racks", []string{"min.insync.racks is not enforced until rack-aware replication lands; refused rather than ignored"}},
-		{ScopeCluster, "min.insync.racks", []string{"not enforced until rack-aware replication lands"}},
 		{ScopeTopic, "message.timestamp.after.max.ms", []string{"message.timestamp.after.max.ms is a Kafka topic property that Cairn does not enforce", "refused rather than silently ignored"}},
 		{ScopeTopic, "unclean.leader.election.enable", []string{"does not enforce", "Raft"}},
 		{ScopeCluster, "unclean.leader.election.enable", []string{"does not enforce"}},

@@ -92,6 +92,9 @@ func (s *Server) alterResource(rtype kmsg.ConfigResourceType, name string, build
 		if err != nil {
 			return &broker.Error{Code: kerr.InvalidConfig, Msg: err.Error()}
 		}
+		if err := s.b.CheckTopicConfig(name, next); err != nil {
+			return err
+		}
 		if validateOnly {
 			return nil
 		}
@@ -103,6 +106,9 @@ func (s *Server) alterResource(rtype kmsg.ConfigResourceType, name string, build
 		next, err := build(s.b.ClusterConfigOverrides(), config.ValidateCluster)
 		if err != nil {
 			return &broker.Error{Code: kerr.InvalidConfig, Msg: err.Error()}
+		}
+		if err := s.b.CheckClusterConfig(next); err != nil {
+			return err
 		}
 		if validateOnly {
 			return nil

@@ -40,7 +40,9 @@ type Options struct {
 	// configuration); empty means Self alone.
 	Replicas []uint64
 	Config   config.TopicConfig
-	Logger   *slog.Logger
+	// Racks are the brokers' declared racks, for min.insync.racks (SetRacks changes them).
+	Racks  Racks
+	Logger *slog.Logger
 	// Clock, if set, is the time the ISR's lag window (replica.lag.time.max.ms) is measured
 	// on, instead of the wall clock: a deterministic test's manual clock.
 	Clock func() time.Time
@@ -61,6 +63,7 @@ type Partition struct {
 	group uint64
 	self  uint64
 	cfg   atomic.Pointer[config.TopicConfig]
+	racks atomic.Pointer[Racks]
 	lg    *slog.Logger
 	now   func() time.Time // the ISR's clock (Options.Clock)
 
@@ -134,6 +137,7 @@ func Open(opts Options) (*Partition, error) {
 	}
 	cfg := opts.Config
 	p.cfg.Store(&cfg)
+	p.racks.Store(&opts.Racks)
 	voters := opts.Replicas
 	if len(voters) == 0 {
 		voters = []uint64{opts.Self}

@@ -162,10 +162,17 @@ func (p *Partition) admitLocked(h recordbatch.Header, acks int16) admission {
 	}
 	if acks == -1 {
 		p.mu.Lock()
-		isr, need := len(p.isrLocked(p.now())), p.minInsyncLocked()
+		isr, need := p.isrLocked(p.now()), p.minInsyncLocked()
+		var rackShort string
+		if len(isr) >= need { // each rule has its own message; min.insync.replicas's comes first
+			rackShort = p.isrRackShortfallLocked(isr)
+		}
 		p.mu.Unlock()
-		if isr < need {
-			return reject(kerr.NotEnoughReplicas, fmt.Sprintf("the partition has %d in-sync replicas; min.insync.replicas needs %d", isr, need))
+		if len(isr) < need {
+			return reject(kerr.NotEnoughReplicas, fmt.Sprintf("the partition has %d in-sync replicas; min.insync.replicas needs %d", len(isr), need))
+		}
+		if rackShort != "" {
+			return reject(kerr.NotEnoughReplicas, rackShort)
 		}
 	}
 	if p.prodTerm != uint64(b.LeaderEpoch) {
@@ -218,8 +225,8 @@ func (p *Partition) produceDuplicate(h recordbatch.Header, orig seqBatch, acks i
 			p.mu.Lock()
 			upTo := p.leaderEnd
 			p.mu.Unlock()
-			if !p.waitHolders(ctx, upTo) {
-				return failed(kerr.NotEnoughReplicasAfterAppend, "the batch is stored but fewer replicas than min.insync.replicas hold it")
+			if r, ok := p.waitHolders(ctx, upTo, "the batch is stored but fewer replicas than min.insync.replicas hold it"); !ok {
+				return r
 			}
 		}
 		res.LogStartOffset = p.Boundaries().LogStart

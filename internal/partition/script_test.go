@@ -35,6 +35,7 @@ type replicaScript struct {
 	parts    map[uint64]*Partition
 	disks    map[uint64]storage.FS // each replica's, kept across a restart
 	produced map[string]*production
+	racks    Racks // the brokers' declared racks (nil: the scenario declared none)
 }
 
 // production is one Produce call: its immediate result and, for acks=all, its wait.
@@ -45,22 +46,39 @@ type production struct {
 }
 
 var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData) string{
-	// add-replicas N [write-caching] [min-insync=M]: a new scenario of N hosts, each with a
-	// replica of partition t-0 (all of them voters), with the topic's defaults but for
-	// write.caching and min.insync.replicas (default 1). Host 1 is elected, and the hosts
-	// stabilize (under write caching: until the new term's entry is flushed too).
+	// add-replicas N [write-caching] [min-insync=M] [racks=R1,R2,...] [min-insync-racks=K]:
+	// a new scenario of N hosts, each with a replica of partition t-0 (all of them voters),
+	// with the topic's defaults but for write.caching, min.insync.replicas (default 1) and
+	// min.insync.racks (default 1, off); host i's broker declared rack Ri (none if empty or
+	// not given). Host 1 is elected, and the hosts stabilize (under write caching: until the
+	// new term's entry is flushed too).
 	"add-replicas": func(s *replicaScript, td *datadriven.TestData) string {
 		n := rafttest.HostCount(s.t, td, "write-caching")
 		cfg := defaultConfig()
 		cfg.WriteCaching = td.HasArg("write-caching")
 		cfg.MinInsyncReplicas = 1
 		td.MaybeScanArgs(s.t, "min-insync", &cfg.MinInsyncReplicas)
+		td.MaybeScanArgs(s.t, "min-insync-racks", &cfg.MinInsyncRacks)
+		s.racks = s.racksArg(td)
 		s.reset(n, cfg)
 		mode := "strict"
 		if cfg.WriteCaching {
 			mode = fmt.Sprintf("write caching (flush.ms=%d)", cfg.FlushMs)
 		}
-		return fmt.Sprintf("%d replicas of t-0, %s, min.insync.replicas=%d; %s", n, mode, cfg.MinInsyncReplicas, s.leaderLine())
+		out := fmt.Sprintf("%d replicas of t-0, %s, min.insync.replicas=%d", n, mode, cfg.MinInsyncReplicas)
+		if td.HasArg("racks") || td.HasArg("min-insync-racks") {
+			out += fmt.Sprintf(", racks %s, min.insync.racks=%d", s.rackList(), cfg.MinInsyncRacks)
+		}
+		return out + "; " + s.leaderLine()
+	},
+	// set-racks racks=R1,R2,...: the brokers' declared racks change at run time (a broker
+	// re-registered with another rack), on every replica, as the broker hands them on.
+	"set-racks": func(s *replicaScript, td *datadriven.TestData) string {
+		s.racks = s.racksArg(td)
+		for _, id := range s.d.IDs() {
+			s.parts[id].SetRacks(s.racks)
+		}
+		return "racks " + s.rackList()
 	},
 	// campaign H: host H's replica campaigns (handled at the next ready round).
 	"campaign": func(s *replicaScript, td *datadriven.TestData) string {
@@ -145,12 +163,14 @@ var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData)
 		cancel()
 		return name + ": " + answer(pr.wait(ctx))
 	},
-	// alter [min-insync=M] [write-caching=true|false]: the topic's configuration changes at
-	// run time on every replica, as IncrementalAlterConfigs changes it.
+	// alter [min-insync=M] [min-insync-racks=K] [write-caching=true|false]: the topic's
+	// configuration changes at run time on every replica, as IncrementalAlterConfigs
+	// changes it.
 	"alter": func(s *replicaScript, td *datadriven.TestData) string {
 		for _, id := range s.d.IDs() {
 			cfg := s.parts[id].Config()
 			td.MaybeScanArgs(s.t, "min-insync", &cfg.MinInsyncReplicas)
+			td.MaybeScanArgs(s.t, "min-insync-racks", &cfg.MinInsyncRacks)
 			td.MaybeScanArgs(s.t, "write-caching", &cfg.WriteCaching)
 			s.parts[id].SetConfig(cfg)
 		}
@@ -171,13 +191,18 @@ var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData)
 		return strings.Join(out, "\n")
 	},
 	// isr: the leader's in-sync replicas and the effective min.insync.replicas, as
-	// Metadata and the metrics report them.
+	// Metadata and the metrics report them; where the scenario declared racks, the racks
+	// the ISR spans against min.insync.racks too (under or at it, as the rack metrics say).
 	"isr": func(s *replicaScript, _ *datadriven.TestData) string {
 		var out []string
 		for _, id := range s.d.IDs() {
 			p := s.parts[id]
 			if isr, need, voters, ok := p.InsyncState(); ok {
-				out = append(out, fmt.Sprintf("%d leads: isr=%v (%d of %d voters), min.insync.replicas=%d", id, p.ISR(), isr, voters, need))
+				line := fmt.Sprintf("%d leads: isr=%v (%d of %d voters), min.insync.replicas=%d", id, p.ISR(), isr, voters, need)
+				if st, ok := p.RackState(); ok && s.racks != nil {
+					line += fmt.Sprintf(", racks=%v (%d), min.insync.racks=%d%s", st.ISRRacks, len(st.ISRRacks), st.MinRacks, rackHealth(st))
+				}
+				out = append(out, line)
 			}
 		}
 		if len(out) == 0 {
@@ -185,6 +210,45 @@ var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData)
 		}
 		return strings.Join(out, "\n")
 	},
+}
+
+// rackHealth is the rack metrics' view of a RackState: under or at min.insync.racks.
+func rackHealth(st RackState) string {
+	switch {
+	case st.Under:
+		return " (under)"
+	case st.At:
+		return " (at)"
+	}
+	return ""
+}
+
+// racksArg reads a scenario's racks=R1,R2,... (host i's broker declared Ri; empty: none).
+func (s *replicaScript) racksArg(td *datadriven.TestData) Racks {
+	arg, ok := td.Arg("racks")
+	if !ok {
+		return nil
+	}
+	racks := Racks{}
+	for i, r := range strings.Split(arg.SingleVal(s.t), ",") {
+		if r != "" {
+			racks[uint64(i+1)] = r
+		}
+	}
+	return racks
+}
+
+// rackList prints each host's declared rack, "-" for none: [a a b - c].
+func (s *replicaScript) rackList() string {
+	var out []string
+	for _, id := range s.d.IDs() {
+		r := s.racks[id]
+		if r == "" {
+			r = "-"
+		}
+		out = append(out, r)
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // awaitGuard bounds await, which returns at once when the script has decided the answer:
@@ -250,7 +314,7 @@ func (s *replicaScript) open(id uint64, cfg config.TopicConfig) {
 		s.t.Fatal(err)
 	}
 	p, err := Open(Options{Topic: "t", Partition: 0, Storage: ls, Host: s.d.Host(id).Host, Group: scriptGroup, Self: id,
-		Replicas: s.d.IDs(), Config: cfg, Clock: s.d.Clock().Now})
+		Replicas: s.d.IDs(), Config: cfg, Racks: s.racks, Clock: s.d.Clock().Now})
 	if err != nil {
 		s.t.Fatal(err)
 	}

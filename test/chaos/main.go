@@ -2,12 +2,18 @@
 // checks the recorded history against the durability contract (issue 5):
 //
 //	go run ./test/chaos --duration 60s --seed 7 --mode strict --faults kill,pause,partition,power
+//	go run ./test/chaos --duration 60s --faults rack --racks r1,r2,r3 --min-insync-racks 2 --link-delay 0.2ms,2ms
 //
 // It starts --brokers cairn processes behind link proxies (test/chaos/faults), runs
 // idempotent franz-go producers and a consumer that record every operation
 // (test/chaos/history), injects faults on a schedule drawn from --seed, then heals
 // everything, reads every partition back and checks. It prints the seed and a summary line,
 // and exits non-zero on any violation, keeping the history and the broker logs in --out.
+//
+// The rack fault takes a whole rack (--racks gives each broker's; by default each broker is
+// a rack of its own) down at once: killed, paused, cut off from the other racks both ways,
+// or powered down. It needs no rule of its own in the checker: it is the same faults on
+// several brokers at once, and it is lossy only as a power cut of those brokers is.
 //
 // Modes:
 //   - strict: acks=-1 on a strict topic; any mix of the chosen faults on any number of
@@ -27,6 +33,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,24 +59,40 @@ type config struct {
 	rate       int
 	out        string
 	binary     string
+	// racks is each broker's rack (broker id i at index i-1); nil: a rack of its own each.
+	racks          []string
+	minInsyncRacks int // the topic's min.insync.racks; 0 leaves it unset
+	// linkIn and linkCross delay each inter-broker link inside a rack and across racks.
+	linkIn, linkCross time.Duration
 }
+
+// faultKinds are the faults --faults may name, in the order the schedule draws from.
+var faultKinds = []string{"kill", "pause", "partition", "power", "rack"}
+
+// rackSubFaults are what a rack fault does to every broker of the rack.
+var rackSubFaults = []string{"kill", "pause", "partition", "power"}
 
 func main() {
 	var (
 		cfg       config
 		mode      string
 		faultList string
+		rackList  string
+		linkDelay string
 	)
 	flag.DurationVar(&cfg.duration, "duration", time.Minute, "how long faults are injected (the session also sets up, heals and checks)")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
 	flag.StringVar(&mode, "mode", "strict", "strict, write-caching or acks1")
-	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power")
+	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power, rack (a whole rack at once)")
 	flag.IntVar(&cfg.brokers, "brokers", 3, "number of brokers")
 	flag.IntVar(&cfg.partitions, "partitions", 3, "partitions of the topic (replication factor = min(3, brokers))")
 	flag.IntVar(&cfg.producers, "producers", 3, "idempotent producers")
 	flag.IntVar(&cfg.rate, "rate", 0, "records per second per producer (0: as fast as the cluster takes them); long sessions need a rate, since the checker holds the history in memory")
 	flag.StringVar(&cfg.out, "out", "", "folder for the history and logs (default: a new temporary folder; removed after a clean run)")
 	flag.StringVar(&cfg.binary, "binary", "", "cairn binary to run (default: build ./cmd/cairn)")
+	flag.StringVar(&rackList, "racks", "", "comma-separated rack of each broker, broker 1 first (default: a rack of its own each); sets --brokers when that is not given")
+	flag.IntVar(&cfg.minInsyncRacks, "min-insync-racks", 0, "min.insync.racks of the topic (0: not set, the cluster default applies)")
+	flag.StringVar(&linkDelay, "link-delay", "", "delay of each inter-broker link inside a rack and across racks, as in,cross (e.g. 0.2ms,2ms; default none)")
 	flag.Parse()
 	var err error
 	if cfg.mode, err = history.ParseMode(mode); err != nil {
@@ -77,13 +100,27 @@ func main() {
 	}
 	cfg.faults = map[string]bool{}
 	for _, f := range strings.Split(faultList, ",") {
-		switch f = strings.TrimSpace(f); f {
-		case "kill", "pause", "partition", "power":
+		switch f = strings.TrimSpace(f); {
+		case slices.Contains(faultKinds, f):
 			cfg.faults[f] = true
-		case "":
+		case f == "":
 		default:
-			fail(fmt.Errorf("unknown fault %q (want kill, pause, partition or power)", f))
+			fail(fmt.Errorf("unknown fault %q (want one of %s)", f, strings.Join(faultKinds, ", ")))
 		}
+	}
+	brokersSet := false
+	flag.Visit(func(f *flag.Flag) { brokersSet = brokersSet || f.Name == "brokers" })
+	if cfg.racks, err = parseRacks(rackList, cfg.brokers, brokersSet); err != nil {
+		fail(err)
+	}
+	if cfg.racks != nil {
+		cfg.brokers = len(cfg.racks)
+	}
+	if cfg.linkIn, cfg.linkCross, err = parseLinkDelay(linkDelay); err != nil {
+		fail(err)
+	}
+	if cfg.minInsyncRacks < 0 {
+		fail(errors.New("--min-insync-racks must not be negative"))
 	}
 	if len(cfg.faults) == 0 {
 		fail(errors.New("--faults names no fault"))
@@ -105,6 +142,10 @@ func main() {
 	}
 	fmt.Printf("chaos: seed %d, mode %s, faults %s, %d brokers, duration %v, rate %d/s per producer (0: unthrottled), output %s\n",
 		cfg.seed, cfg.mode, faultList, cfg.brokers, cfg.duration, cfg.rate, cfg.out)
+	if cfg.racks != nil || cfg.minInsyncRacks > 0 || linkDelay != "" {
+		fmt.Printf("chaos: racks %v, min.insync.racks %d (0: not set), link delay %v in a rack, %v across\n",
+			cfg.racks, cfg.minInsyncRacks, cfg.linkIn, cfg.linkCross)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := run(ctx, cfg)
@@ -128,6 +169,16 @@ func main() {
 	fmt.Println("chaos: ok")
 }
 
+// configsString shows topic configs as name=value, sorted.
+func configsString(configs map[string]*string) string {
+	var kv []string
+	for k, v := range configs {
+		kv = append(kv, k+"="+*v)
+	}
+	slices.Sort(kv)
+	return "{" + strings.Join(kv, " ") + "}"
+}
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "chaos:", err)
 	os.Exit(2)
@@ -135,9 +186,18 @@ func fail(err error) {
 
 // run is one session: start, load, faults, heal, final read, check.
 func run(ctx context.Context, cfg config) (*history.Result, error) {
-	power := cfg.faults["power"]
-	cl, err := faults.Start(ctx, faults.Options{N: cfg.brokers, Binary: cfg.binary, LogDir: filepath.Join(cfg.out, "logs"),
-		SimulatePowerLoss: power, LogLevel: "info"})
+	// A rack fault may be a power cut of the rack, so it needs the power-loss flag too.
+	power := cfg.faults["power"] || cfg.faults["rack"]
+	opts := faults.Options{N: cfg.brokers, Binary: cfg.binary, LogDir: filepath.Join(cfg.out, "logs"),
+		SimulatePowerLoss: power, LogLevel: "info", Racks: cfg.racks}
+	if cfg.linkIn > 0 || cfg.linkCross > 0 {
+		racks := cfg.racks
+		if racks == nil { // a rack of its own each: every link crosses racks
+			racks = faults.DefaultRacks(cfg.brokers)
+		}
+		opts.LinkDelay = faults.RackDelays(racks, cfg.linkIn, cfg.linkCross)
+	}
+	cl, err := faults.Start(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
@@ -152,9 +212,15 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	if cfg.mode == history.WriteCaching {
 		configs["write.caching"] = kadm.StringPtr("true")
 	}
+	if cfg.minInsyncRacks > 0 {
+		configs["min.insync.racks"] = kadm.StringPtr(strconv.Itoa(cfg.minInsyncRacks))
+	}
 	if resp, err := kadm.NewClient(adm).CreateTopic(ctx, int32(cfg.partitions), rf, configs, topic); err != nil || resp.Err != nil {
 		adm.Close()
-		return nil, fmt.Errorf("creating the topic: %v %v", err, resp.Err)
+		if err == nil {
+			err = resp.Err
+		}
+		return nil, fmt.Errorf("creating the topic with %v: %w (%s)", configsString(configs), err, resp.ErrMessage)
 	}
 	adm.Close()
 
@@ -269,7 +335,7 @@ func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder,
 func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cfg config) error {
 	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
 	var kinds []string
-	for _, k := range []string{"kill", "pause", "partition", "power"} {
+	for _, k := range faultKinds {
 		if cfg.faults[k] {
 			kinds = append(kinds, k)
 		}
@@ -280,6 +346,12 @@ func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cf
 	for time.Now().Before(end) && ctx.Err() == nil {
 		sleepCtx(ctx, time.Duration(1000+rng.IntN(2000))*time.Millisecond)
 		kind := kinds[rng.IntN(len(kinds))]
+		if kind == "rack" {
+			if err := rackFault(ctx, cl, rec, cfg, rng); err != nil {
+				return err
+			}
+			continue
+		}
 		// How many brokers the fault hits: in strict mode any number; otherwise a
 		// minority, except that write-caching sessions also cut power to a majority.
 		count := 1
@@ -298,62 +370,77 @@ func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cf
 		slices.Sort(ids)
 		lossy := kind == "power" && cfg.mode == history.WriteCaching && count > minority
 		name := fmt.Sprintf("%s %v", kind, ids)
-		if kind != "power" {
-			rec.Fault(name, false)
-		}
 		fmt.Printf("chaos: %s: %s\n", time.Now().Format("15:04:05.000"), name)
-		var err error
-		switch kind {
-		case "kill":
+		isolate := func() error {
+			var errs []error
 			for _, id := range ids {
-				if err = cl.Kill9(id); err != nil {
-					break
-				}
+				errs = append(errs, cl.Isolate(id))
 			}
-			sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
-			if serr := cl.StartAll(ctx, ids...); serr != nil && err == nil {
-				err = serr
-			}
-		case "pause":
-			for _, id := range ids {
-				if err = cl.Pause(id); err != nil {
-					break
-				}
-			}
-			sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
-			for _, id := range ids {
-				if rerr := cl.Resume(id); rerr != nil && err == nil {
-					err = rerr
-				}
-			}
-		case "partition":
-			for _, id := range ids {
-				if err = cl.Isolate(id); err != nil {
-					break
-				}
-			}
-			sleepCtx(ctx, time.Duration(1000+rng.IntN(3000))*time.Millisecond)
-			cl.HealAll()
-		case "power":
-			// A kill -9 of a broker running with --simulate-power-loss is its power cut.
-			// The marker goes in once they are all down: a write acknowledged before it
-			// may be lost (when the fault is lossy), none acknowledged after it can be.
-			for _, id := range ids {
-				if err = cl.Kill9(id); err != nil {
-					break
-				}
-			}
-			rec.Fault(name, lossy)
-			if err == nil {
-				sleepCtx(ctx, time.Duration(200+rng.IntN(1000))*time.Millisecond)
-				err = cl.StartAll(ctx, ids...)
-			}
+			return errors.Join(errs...)
 		}
-		if err != nil {
+		if err := inject(ctx, cl, rec, rng, kind, name, ids, lossy, isolate); err != nil {
 			return fmt.Errorf("fault %s: %w", name, err)
 		}
 	}
 	return nil
+}
+
+// inject applies fault kind (kill, pause, partition or power) to brokers ids, holds it for
+// a time drawn from rng and undoes it, recording the fault marker as name (lossy: writes
+// acknowledged before it may be lost). Partition cuts with isolate and heals everything.
+func inject(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, rng *rand.Rand, kind, name string, ids []int, lossy bool, isolate func() error) error {
+	if kind != "power" && kind != "kill" {
+		rec.Fault(name, false)
+	}
+	var err error
+	switch kind {
+	case "kill":
+		// Under --simulate-power-loss a kill -9 is a power cut, so its marker, like a power
+		// cut's, goes in once they are all down.
+		for _, id := range ids {
+			if err = cl.Kill9(id); err != nil {
+				break
+			}
+		}
+		rec.Fault(name, lossy)
+		sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
+		if serr := cl.StartAll(ctx, ids...); serr != nil && err == nil {
+			err = serr
+		}
+	case "pause":
+		for _, id := range ids {
+			if err = cl.Pause(id); err != nil {
+				break
+			}
+		}
+		sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
+		for _, id := range ids {
+			if rerr := cl.Resume(id); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+	case "partition":
+		err = isolate()
+		sleepCtx(ctx, time.Duration(1000+rng.IntN(3000))*time.Millisecond)
+		cl.HealAll()
+	case "power":
+		// A kill -9 of a broker running with --simulate-power-loss is its power cut.
+		// The marker goes in once they are all down: a write acknowledged before it
+		// may be lost (when the fault is lossy), none acknowledged after it can be.
+		for _, id := range ids {
+			if err = cl.Kill9(id); err != nil {
+				break
+			}
+		}
+		rec.Fault(name, lossy)
+		if err == nil {
+			sleepCtx(ctx, time.Duration(200+rng.IntN(1000))*time.Millisecond)
+			err = cl.StartAll(ctx, ids...)
+		}
+	default:
+		err = fmt.Errorf("unknown fault %q", kind)
+	}
+	return err
 }
 
 // finalRead reads every partition from its log start to its end, through a healthy cluster.

@@ -23,6 +23,18 @@ import (
 // all at once: a founder is ready only once every seed answers.
 func startCluster(t *testing.T, n int, args ...string) []*Broker {
 	t.Helper()
+	racks := make([]string, n)
+	for i := range racks {
+		racks[i] = fmt.Sprintf("rack-%d", i+1)
+	}
+	return startClusterInRacks(t, racks, args...)
+}
+
+// startClusterInRacks starts founding brokers as startCluster does, broker i+1 in
+// racks[i]; "" declares no rack.
+func startClusterInRacks(t *testing.T, racks []string, args ...string) []*Broker {
+	t.Helper()
+	n := len(racks)
 	addrs := make([][3]string, n)
 	var seeds []string
 	for i := range addrs {
@@ -31,8 +43,11 @@ func startCluster(t *testing.T, n int, args ...string) []*Broker {
 	}
 	bs := make([]*Broker, n)
 	for i := range bs {
-		bs[i] = newBroker(t, BrokerOpts{NodeID: i + 1, Addrs: &addrs[i],
-			Args: append([]string{"--seeds", strings.Join(seeds, ","), "--rack", fmt.Sprintf("rack-%d", i+1)}, args...)})
+		own := []string{"--seeds", strings.Join(seeds, ",")}
+		if racks[i] != "" {
+			own = append(own, "--rack", racks[i])
+		}
+		bs[i] = newBroker(t, BrokerOpts{NodeID: i + 1, Addrs: &addrs[i], Args: append(own, args...)})
 		bs[i].KafkaAddr, bs[i].AdminAddr, bs[i].RPCAddr = addrs[i][0], addrs[i][1], addrs[i][2]
 	}
 	for _, b := range bs {

@@ -7,13 +7,14 @@
 // and the numbering of brokers by node id. It must not schedule faults or check data:
 // test/chaos and test/chaos/history do.
 //
-// Brokers are numbered 1..N (their node ids). Each runs with its own data folder, its own
-// rack (rack-i) and, in front of its rpc listener, a proxy the harness controls: the broker
+// Brokers are numbered 1..N (their node ids). Each runs with its own data folder, its rack
+// (Options.Racks; by default a rack of its own, rack-i) and, in front of its rpc listener, a proxy the harness controls: the broker
 // advertises the proxy's address (--advertised-rpc-addr) and every broker's seeds are the
 // proxy addresses, so all inter-broker traffic runs through the proxies. Inter-broker
 // connections carry traffic one way (the dialler's hello names the sending node), so the
-// proxy of broker `to` cutting node `from` cuts exactly the from → to direction. Kafka and
-// admin traffic is not proxied.
+// proxy of broker `to` cutting node `from` cuts exactly the from → to direction, and its
+// delay for node `from` (Options.LinkDelay, SetLinkDelay) delays exactly that direction.
+// Kafka and admin traffic is not proxied.
 //
 // Every wait is bounded; Close stops every process, and on Linux the kernel kills the
 // brokers if the harness process dies first (Pdeathsig).
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +59,35 @@ type Options struct {
 	ReadyTimeout, StopTimeout time.Duration
 	// Logf, when set, also receives every harness event (faults, starts, stops).
 	Logf func(format string, args ...any)
+	// Racks is each broker's --rack, broker id i at index i-1; nil gives each broker a rack
+	// of its own (rack-i). Otherwise it must name a rack for every broker.
+	Racks []string
+	// LinkDelay, when set, gives the delay of the inter-broker direction from → to (see
+	// RackDelays); it applies from the start and SetLinkDelay changes it later.
+	LinkDelay func(from, to int) time.Duration
+}
+
+// DefaultRacks are the racks of n brokers when Options.Racks is nil: a rack of its own
+// each, rack-1 … rack-n.
+func DefaultRacks(n int) []string {
+	racks := make([]string, n)
+	for i := range racks {
+		racks[i] = fmt.Sprintf("rack-%d", i+1)
+	}
+	return racks
+}
+
+// RackDelays returns a LinkDelay that delays a link by inRack between two brokers of the
+// same rack and by crossRack between brokers of different racks (racks as in
+// Options.Racks, broker id i at index i-1).
+func RackDelays(racks []string, inRack, crossRack time.Duration) func(from, to int) time.Duration {
+	racks = slices.Clone(racks)
+	return func(from, to int) time.Duration {
+		if from >= 1 && to >= 1 && from <= len(racks) && to <= len(racks) && racks[from-1] == racks[to-1] {
+			return inRack
+		}
+		return crossRack
+	}
 }
 
 // Broker is one broker of the cluster: the common harness's broker and the address of the
@@ -91,6 +122,18 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = harness.DefaultReadyTimeout
 	}
+	if opts.Racks == nil {
+		opts.Racks = DefaultRacks(opts.N)
+	}
+	if len(opts.Racks) != opts.N {
+		return nil, fmt.Errorf("faults: Options.Racks names %d racks for %d brokers", len(opts.Racks), opts.N)
+	}
+	for i, r := range opts.Racks {
+		if r == "" {
+			return nil, fmt.Errorf("faults: Options.Racks gives broker %d no rack", i+1)
+		}
+	}
+	opts.Racks = slices.Clone(opts.Racks)
 	c := &Cluster{opts: opts}
 	defer func() {
 		if err != nil {
@@ -134,6 +177,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		c.proxies = append(c.proxies, p)
 		seeds = append(seeds, p.addr())
 	}
+	if opts.LinkDelay != nil {
+		for from := 1; from <= opts.N; from++ {
+			for to := 1; to <= opts.N; to++ {
+				if from != to {
+					c.proxies[to-1].setDelay(int32(from), opts.LinkDelay(from, to))
+				}
+			}
+		}
+	}
 	c.seeds = strings.Join(seeds, ",")
 	for id := 1; id <= opts.N; id++ {
 		dataDir := filepath.Join(c.opts.DataDir, fmt.Sprintf("node-%d", id))
@@ -141,7 +193,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			return nil, err
 		}
 		advertised := c.proxies[id-1].addr()
-		args := []string{"--advertised-rpc-addr", advertised, "--seeds", c.seeds, "--rack", fmt.Sprintf("rack-%d", id)}
+		args := []string{"--advertised-rpc-addr", advertised, "--seeds", c.seeds, "--rack", opts.Racks[id-1]}
 		if opts.SimulatePowerLoss {
 			args = append(args, "--simulate-power-loss")
 		}
@@ -376,6 +428,69 @@ func (c *Cluster) Isolate(id int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RackOf returns broker id's rack ("" for an id out of range).
+func (c *Cluster) RackOf(id int) string {
+	if id < 1 || id > len(c.opts.Racks) {
+		return ""
+	}
+	return c.opts.Racks[id-1]
+}
+
+// Racks returns the distinct racks, in the order of their first broker.
+func (c *Cluster) Racks() []string {
+	var out []string
+	for _, r := range c.opts.Racks {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// RackMembers returns the ids of rack's brokers, in order (none for an unknown rack).
+func (c *Cluster) RackMembers(rack string) []int {
+	var ids []int
+	for i, r := range c.opts.Racks {
+		if r == rack {
+			ids = append(ids, i+1)
+		}
+	}
+	return ids
+}
+
+// IsolateRack cuts both directions between every broker of rack and every broker outside
+// it, as a zone losing its network does; the rack's brokers still reach each other.
+// HealAll heals it.
+func (c *Cluster) IsolateRack(rack string) error {
+	members := c.RackMembers(rack)
+	if len(members) == 0 {
+		return fmt.Errorf("faults: no broker is in rack %q", rack)
+	}
+	var errs []error
+	for _, in := range members {
+		for out := 1; out <= len(c.brokers); out++ {
+			if c.RackOf(out) != rack {
+				errs = append(errs, c.Partition(in, out))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SetLinkDelay delays the inter-broker direction from → to by d from the next chunk on,
+// open connections included; d <= 0 removes the delay.
+func (c *Cluster) SetLinkDelay(from, to int, d time.Duration) error {
+	if _, err := c.broker(from); err != nil {
+		return err
+	}
+	if _, err := c.broker(to); err != nil {
+		return err
+	}
+	c.logf("delay %d -> %d: %v", from, to, d)
+	c.proxies[to-1].setDelay(int32(from), d)
+	return nil
 }
 
 // HealAll heals every cut.

@@ -81,6 +81,7 @@ type ProxyStats struct {
 	Refused  int64 // connections closed because their source was cut
 	Dropped  int64 // relayed connections closed by a Cut
 	BadHello int64 // connections whose first frame was not a hello this proxy understands
+	Delayed  int64 // chunks held back for a link delay
 }
 
 // proxy sits on one broker's advertised rpc address and relays each inbound connection to
@@ -93,12 +94,13 @@ type proxy struct {
 	mu      sync.Mutex
 	target  string
 	blocked map[int32]bool
+	delay   map[int32]time.Duration // added to each chunk from that sender; absent = none
 	links   map[*link]struct{}
 	pending map[net.Conn]struct{} // accepted, not yet relayed or refused
 	closed  bool
 
-	wg                                 sync.WaitGroup
-	relayed, refused, dropped, badHell atomic.Int64
+	wg                                          sync.WaitGroup
+	relayed, refused, dropped, badHell, delayed atomic.Int64
 }
 
 type link struct {
@@ -119,7 +121,7 @@ func newProxy(to int32, logf func(string, ...any)) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{to: to, ln: ln, logf: logf, blocked: map[int32]bool{}, links: map[*link]struct{}{},
+	p := &proxy{to: to, ln: ln, logf: logf, blocked: map[int32]bool{}, delay: map[int32]time.Duration{}, links: map[*link]struct{}{},
 		pending: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
@@ -218,9 +220,33 @@ func (p *proxy) handle(in net.Conn) {
 		l.close()
 		close(done)
 	}()
-	io.Copy(out, in)
+	relayDelayed(out, in, func() time.Duration {
+		d := p.delayOf(h.From)
+		if d > 0 {
+			p.delayed.Add(1)
+		}
+		return d
+	})
 	l.close()
 	<-done
+}
+
+// setDelay makes every chunk from node from reach the broker d after the proxy read it,
+// on open connections too (from their next chunk on); d <= 0 removes the delay.
+func (p *proxy) setDelay(from int32, d time.Duration) {
+	p.mu.Lock()
+	if d > 0 {
+		p.delay[from] = d
+	} else {
+		delete(p.delay, from)
+	}
+	p.mu.Unlock()
+}
+
+func (p *proxy) delayOf(from int32) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.delay[from]
 }
 
 // cut blocks new connections from node from and closes the open ones.
@@ -259,7 +285,7 @@ func (p *proxy) isCut(from int32) bool {
 }
 
 func (p *proxy) stats() ProxyStats {
-	return ProxyStats{Relayed: p.relayed.Load(), Refused: p.refused.Load(), Dropped: p.dropped.Load(), BadHello: p.badHell.Load()}
+	return ProxyStats{Relayed: p.relayed.Load(), Refused: p.refused.Load(), Dropped: p.dropped.Load(), BadHello: p.badHell.Load(), Delayed: p.delayed.Load()}
 }
 
 // close stops accepting, closes every relayed connection and waits for the relays to end.
