@@ -56,13 +56,20 @@ func Build(ctx context.Context, dir string) (string, error) {
 	return bin, nil
 }
 
-// FreeAddr returns a loopback address whose port was free a moment ago. Ports come from
-// below Linux's ephemeral range (32768 and up): a port the kernel hands out for ":0" is
-// also what the many outgoing connections of a parallel run get, and one of them could
-// take it before the broker binds it.
+// FreeAddr returns a loopback address whose port was free a moment ago and that no other
+// process using this harness has claimed. Ports come from below Linux's ephemeral range
+// (32768 and up): a port the kernel hands out for ":0" is also what the many outgoing
+// connections of a parallel run get, and one of them could take it before the broker binds
+// it. The claim is a lock file held until this process exits, because a broker keeps its
+// ports across restarts: while it is down its ports are free, and another test process
+// (a parallel package, a chaos session) picking one of them would keep it from ever
+// starting again.
 func FreeAddr() (string, error) {
 	for range 200 {
 		port := 10000 + rand.IntN(22000)
+		if !claimPort(port) {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue
@@ -72,6 +79,35 @@ func FreeAddr() (string, error) {
 		return addr, nil
 	}
 	return "", errors.New("harness: no free loopback port found")
+}
+
+// claimedPorts holds the lock files of the ports this process claimed, open (and so
+// locked) until it exits.
+var claimedPorts struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// claimPort takes port's lock file in a folder shared by every process on the machine,
+// or reports that another process holds it. Where the folder cannot be used, claims are
+// not checked (as before they existed).
+func claimPort(port int) bool {
+	dir := filepath.Join(os.TempDir(), "cairn-harness-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	claimedPorts.Lock()
+	claimedPorts.files = append(claimedPorts.files, f)
+	claimedPorts.Unlock()
+	return true
 }
 
 // TailFile returns the last n lines of a file (a broker log, say).

@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -293,4 +295,28 @@ func setFreeAddrs(t *testing.T, b *Broker) {
 func starts(b *Broker) int {
 	raw, _ := os.ReadFile(b.LogPath)
 	return strings.Count(string(raw), "=== harness: start #")
+}
+
+// A port one user of the harness claimed is never handed to another, even while the
+// broker that owns it is down and the port is free: flock's claim is per open file, so a
+// second claim here fails exactly as another process's would.
+func TestClaimedPortIsNotHandedOut(t *testing.T) {
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, portText, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portText)
+	if claimPort(port) {
+		t.Fatalf("port %d was handed out and then claimed again", port)
+	}
+	for range 50 {
+		other, err := FreeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other == addr {
+			t.Fatalf("FreeAddr handed out %s twice", addr)
+		}
+	}
 }
