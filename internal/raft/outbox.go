@@ -36,6 +36,12 @@ func (o *outbox) addMsg(to, group uint64, m *pb.Message) {
 	p.b.Messages = append(p.b.Messages, GroupMessage{Group: group, Msg: m})
 }
 
+// sending reports whether the round sends peer to anything so far.
+func (o *outbox) sending(to uint64) bool {
+	p := o.peers[to]
+	return p != nil && p.b != nil
+}
+
 func (o *outbox) addWritten(to uint64, r WrittenReport) {
 	p := o.peer(to)
 	p.b.Written = coalesce(p.written, p.b.Written, r)

@@ -130,8 +130,7 @@ func (h *Host) handleReady(g *group, ob *outbox) error {
 		default:
 			ob.addMsg(m.GetTo(), g.id, m)
 			if m.GetType() == pb.MsgHeartbeat {
-				// Heals a lost report within a heartbeat interval.
-				ob.addVisible(m.GetTo(), VisibleReport{Group: g.id, Term: g.term, Index: g.leaderVisible()})
+				g.heartbeatSent(m.GetTo())
 			}
 		}
 	}

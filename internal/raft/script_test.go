@@ -31,16 +31,20 @@ type script struct {
 	voters []uint64
 	// flushDelay is the write-caching policy's hold (0: strict, every append flushed at once).
 	flushDelay time.Duration
-	ls         map[uint64]*raft.LogStorage
-	props      map[string]*raft.Proposal
-	names      []string // proposal names, in the order proposed
+	// shareVisible is what the groups' ShareVisible says.
+	shareVisible bool
+	ls           map[uint64]*raft.LogStorage
+	props        map[string]*raft.Proposal
+	names        []string // proposal names, in the order proposed
 }
 
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
 var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
-	// add-hosts N [voters=1,2,3] [write-caching=DURATION] [show-visible]: a new scenario of
-	// N hosts (voters: all); with write-caching, appends wait that long before their fsync;
-	// with show-visible, deliver names the leaders' visible reports.
+	// add-hosts N [voters=1,2,3] [write-caching=DURATION] [share-visible=BOOL]
+	// [show-visible]: a new scenario of N hosts (voters: all); with write-caching, appends
+	// wait that long before their fsync; share-visible is the groups' ShareVisible (as the
+	// partition's: write caching, unless given); with show-visible, deliver names the
+	// leaders' visible reports.
 	"add-hosts": func(s *script, td *datadriven.TestData) string {
 		n := rafttest.HostCount(s.t, td, "show-visible")
 		var delay time.Duration
@@ -55,6 +59,11 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		var voters []uint64
 		if a, ok := td.Arg("voters"); ok {
 			voters = rafttest.ParseIDs(s.t, a.Vals)
+		}
+		s.shareVisible = delay > 0
+		if td.HasArg("share-visible") {
+			td.ScanArgs(s.t, "share-visible", &s.shareVisible)
+			mode += fmt.Sprintf(", share-visible=%v", s.shareVisible)
 		}
 		s.reset(n, voters, delay)
 		s.d.ShowVisible(td.HasArg("show-visible"))
@@ -194,6 +203,8 @@ func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 
 func (s *script) addGroup(id uint64) {
 	cfg := raft.GroupConfig{Storage: s.ls[id], Bootstrap: &pb.ConfState{Voters: s.voters}}
+	share := s.shareVisible
+	cfg.ShareVisible = func() bool { return share }
 	if wait := s.flushDelay; wait > 0 {
 		cfg.FlushDelay = func(_ int64, waited time.Duration) time.Duration { return wait - waited }
 	}

@@ -25,7 +25,8 @@ type Status struct {
 	// LeaderVisible is the highest index this replica holds that its leader has reported
 	// majority replicated (or committed) in the current term, never above its own log end
 	// and never below Committed (visible.go): what a follower may serve. On a leader it is
-	// MajorityReplicated; on a replica with no leader, Committed.
+	// MajorityReplicated; on a replica with no leader, or of a group that does not share
+	// its visible index (GroupConfig.ShareVisible), Committed.
 	LeaderVisible uint64
 	// Applied is the last index handed to the ApplyFunc.
 	Applied uint64

@@ -9,12 +9,22 @@ import (
 // A follower that serves reads (KIP-392) must never serve above what its leader may serve:
 // committed, or majority replicated where write caching is on (DESIGN.md §1). raft's
 // commit reaches followers on its own (capped at each one's match); the majority-replicated
-// index lives above the library, on the leader only. So a leader tells each follower its
-// max(majority replicated, committed) in a VisibleReport: at the end of every round that
-// moved it, to every peer, and with every raft heartbeat, so that a lost report is healed
-// within a heartbeat interval. Reports are coalesced per peer and group in a round (the
-// largest wins), and raftrpc carries them as a message type of their own, so a broker that
-// does not know them drops them and raft's own traffic is untouched.
+// index lives above the library, on the leader only. So a leader whose group shares its
+// visible index (GroupConfig.ShareVisible, asked once per round: the partition says yes
+// under write caching) tells each follower its max(majority replicated, committed) in a
+// VisibleReport, and only while that is above its commit: at or below it, the follower's
+// own commit is the bound, so a strict group, or a flushed idle one, sends none.
+//
+// Reports cost no traffic of their own. A leader's round ends by reporting to each peer
+// that the round already sends something (the outbox holds a batch for it) and that was
+// last told another value in this term; a peer the round sends nothing hears at the next
+// round that does, at the latest with the next raft heartbeat, so a follower's bound may
+// trail its leader's by up to a heartbeat interval after the last write of a burst. A
+// heartbeat also makes the leader forget what it told that peer, so a lost report is
+// repeated with it while the visible index is above the commit. In a round, a peer's
+// reports of all groups are coalesced (one per group, the largest), and raftrpc sends them
+// as a message of a type of their own in the same frame and write as the raft batch, so a
+// broker that does not know the type drops them and raft's own traffic is untouched.
 //
 // A follower keeps the largest report of its current term from the leader it follows, and
 // forgets it when its term or role changes. Status.LeaderVisible is what it may then serve:
@@ -32,26 +42,37 @@ type fromVisible struct {
 	VisibleReport
 }
 
-// leaderVisible is the index a leader reports (g.mu held).
-func (g *group) leaderVisible() uint64 {
-	return max(g.majority, g.rn.BasicStatus().GetCommit())
-}
-
-// reportVisible, at the end of a leader's round, tells every peer the leader's visible
-// index if it moved since it was last told (g.mu held).
+// reportVisible, at the end of a leader's round, tells each peer that the round sends
+// something the leader's visible index, if it is above the commit and the peer was last told
+// another (g.mu held).
 func (g *group) reportVisible(ob *outbox) {
-	if g.state != etcdraft.StateLeader || len(g.peerIDs) == 0 {
+	if g.shareVisible == nil || g.state != etcdraft.StateLeader || len(g.peerIDs) == 0 {
 		return // a sole voter has nobody to tell, and so costs nothing more per round
 	}
-	vis := g.leaderVisible()
-	if vis == g.visSent {
+	if !g.shareVisible() {
 		return
 	}
-	g.visSent = vis
+	commit := g.rn.BasicStatus().GetCommit()
+	vis := max(g.majority, commit)
+	if vis == commit {
+		return // raft brings the followers the commit, their bound
+	}
+	if g.visSent == nil {
+		g.visSent = make(map[uint64]uint64, len(g.peerIDs))
+	}
 	for _, p := range g.peerIDs {
+		if g.visSent[p] >= vis || !ob.sending(p) {
+			continue
+		}
+		g.visSent[p] = vis
 		ob.addVisible(p, VisibleReport{Group: g.id, Term: g.term, Index: vis})
 	}
 }
+
+// heartbeatSent makes the leader forget what it last told peer to, so that the round's end
+// tells it again: the report may have been lost (g.mu held; a no-op for a group that shares
+// nothing, whose visSent is nil).
+func (g *group) heartbeatSent(to uint64) { delete(g.visSent, to) }
 
 // onVisible keeps a leader's report if it comes from the leader this follower follows, in
 // its term (g.mu held, after refreshStatus).

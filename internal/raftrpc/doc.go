@@ -42,13 +42,15 @@
 // # Visible reports (version 1)
 //
 // A batch's Visible (a leader's visible indexes for a follower, see internal/raft's
-// visible.go) travels as a second rpc message, of type VisibleType, queued right after the
-// batch's own and encoded in the same allocation:
+// visible.go) travels as a second rpc message, of type VisibleType, right after the batch's
+// own: encoded in the same allocation and queued with it (rpc.Transport.SendAll), so both
+// go in one frame and one write:
 //
 //	payload = version:uint8 (=1) | n:uvarint | n × (group:uvarint | term:uvarint | index:uvarint)
 //
 // A type of its own rather than a new batch version: a broker of the previous release does
 // not know the type, so its registry drops and counts the reports, and the raft batches it
 // does read are unchanged, during a rolling upgrade. A report lost that way, or any other,
-// costs only staleness: the leader repeats it with every heartbeat.
+// costs only staleness: the leader repeats it with every heartbeat while it is above the
+// commit, and once the commit catches up the follower's own commit is the bound.
 package raftrpc

@@ -77,12 +77,12 @@ func (s *Sender) Stats() SenderStats {
 }
 
 // Send encodes b and queues it for peer to without blocking: its raft traffic as one
-// message of MsgType, then its visible reports, if any, as one of VisibleType (in the same
-// allocation). When the raft message cannot be queued (backpressure, unknown peer, closed
+// message of MsgType and its visible reports, if any, as one of VisibleType right after it,
+// queued together (rpc.Transport.SendAll) so that they share one frame and one write, and
+// encoded in one allocation. When they cannot be queued (backpressure, unknown peer, closed
 // transport), every group with a message in b is told that the peer is unreachable, and a
 // snapshot in b is reported as failed, so that raft probes the peer again instead of
-// waiting. Visible reports that cannot be queued are only counted: the next heartbeat
-// repeats them.
+// waiting; lost visible reports are repeated with the next heartbeat.
 func (s *Sender) Send(to uint64, b *raft.Batch) {
 	rid, ok := RPCID(to)
 	if !ok {
@@ -90,8 +90,10 @@ func (s *Sender) Send(to uint64, b *raft.Batch) {
 		return
 	}
 	if len(b.Messages) == 0 && len(b.Written) == 0 && b.Heartbeat == nil {
+		// Not made by the host, which adds reports only to a peer's batch that holds
+		// something else; sent alone all the same.
 		if len(b.Visible) > 0 {
-			s.sendVisible(rid, EncodeVisible(b.Visible))
+			s.count(s.t.Send(rid, VisibleType, EncodeVisible(b.Visible)))
 		}
 		return
 	}
@@ -107,7 +109,13 @@ func (s *Sender) send(rid int32, to uint64, b *raft.Batch, visible []raft.Visibl
 	}
 	buf, err := encodeBatch(b, spare)
 	if err == nil {
-		err = s.t.Send(rid, MsgType, buf[:len(buf):len(buf)])
+		payload := buf[:len(buf):len(buf)]
+		if len(visible) == 0 {
+			err = s.t.Send(rid, MsgType, payload)
+		} else {
+			err = s.t.SendAll(rid, rpc.Message{Type: MsgType, Payload: payload},
+				rpc.Message{Type: VisibleType, Payload: appendVisible(buf[len(buf):len(buf)], visible)})
+		}
 	}
 	if errors.Is(err, rpc.ErrMessageTooLarge) && len(b.Messages) > 1 {
 		// Too large for one rpc message: halve it (the written reports, heartbeat and
@@ -117,9 +125,6 @@ func (s *Sender) send(rid int32, to uint64, b *raft.Batch, visible []raft.Visibl
 		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[half:]}, nil)
 		return
 	}
-	if buf != nil && len(visible) > 0 {
-		s.sendVisible(rid, appendVisible(buf[len(buf):len(buf)], visible))
-	}
 	if err == nil {
 		s.sent.Add(1)
 		return
@@ -127,8 +132,9 @@ func (s *Sender) send(rid int32, to uint64, b *raft.Batch, visible []raft.Visibl
 	s.fail(to, b)
 }
 
-func (s *Sender) sendVisible(rid int32, payload []byte) {
-	if s.t.Send(rid, VisibleType, payload) == nil {
+// count counts a send that reports nothing back to the host when it fails.
+func (s *Sender) count(err error) {
+	if err == nil {
 		s.sent.Add(1)
 	} else {
 		s.failed.Add(1)

@@ -39,6 +39,17 @@ type Driver struct {
 	// showVisible makes Deliver's lines name the leaders' visible reports, which most
 	// scripts leave out (they ride on nearly every batch a leader sends).
 	showVisible bool
+	// sent counts what each link carried since the last Traffic.
+	sent map[link]LinkTraffic
+}
+
+type link struct{ from, to uint64 }
+
+// LinkTraffic is what one host sent another: batches (each one raftrpc Send, queued as one),
+// the raft messages in them, and the visible reports riding along, with how many batches
+// carried nothing but visible reports.
+type LinkTraffic struct {
+	Batches, Messages, Visible, VisibleAlone int
 }
 
 // envelope is one batch in flight.
@@ -50,7 +61,7 @@ type envelope struct {
 // New builds n driven hosts, ids 1 to n, with raft's default options, on a new Clock.
 func New(t testing.TB, n int) *Driver {
 	d := &Driver{t: t, clock: NewClock(), hosts: map[uint64]*raft.DrivenHost{},
-		cut: map[uint64]bool{}, held: map[uint64]bool{}}
+		cut: map[uint64]bool{}, held: map[uint64]bool{}, sent: map[link]LinkTraffic{}}
 	for i := 1; i <= n; i++ {
 		id := uint64(i)
 		d.ids = append(d.ids, id)
@@ -82,6 +93,14 @@ func (s sender) Send(to uint64, b *raft.Batch) {
 		}
 	}
 	c.From = s.from // the rpc frame carries the sender
+	lt := s.d.sent[link{s.from, to}]
+	lt.Batches++
+	lt.Messages += len(b.Messages)
+	lt.Visible += len(b.Visible)
+	if len(b.Visible) > 0 && len(b.Messages) == 0 && len(b.Written) == 0 && b.Heartbeat == nil {
+		lt.VisibleAlone++
+	}
+	s.d.sent[link{s.from, to}] = lt
 	s.d.inflight = append(s.d.inflight, envelope{from: s.from, to: to, b: c})
 }
 
@@ -128,6 +147,19 @@ func (d *Driver) setFlag(m map[uint64]bool, id uint64, on bool) {
 	} else {
 		delete(m, id)
 	}
+}
+
+// Traffic returns one line per link that carried anything since the last call (see
+// LinkTraffic), in order, and starts counting afresh.
+func (d *Driver) Traffic() []string {
+	var out []string
+	for l, lt := range d.sent {
+		out = append(out, fmt.Sprintf("%d->%d: batches=%d messages=%d visible=%d visible-alone=%d",
+			l.from, l.to, lt.Batches, lt.Messages, lt.Visible, lt.VisibleAlone))
+	}
+	sort.Strings(out)
+	clear(d.sent)
+	return out
 }
 
 // ShowVisible makes Deliver's lines name the visible reports of the batches (see describe).
