@@ -20,9 +20,10 @@ type Boundaries struct {
 	LogStart int64
 	LogEnd   int64
 	Flushed  int64
-	// MajorityReplicated is, on a follower, the leader's majority-replicated offset as the
-	// leader last told it (in the current term, capped at this follower's log end), never
-	// the follower's own count.
+	// MajorityReplicated is, on a follower under write caching, the leader's
+	// majority-replicated offset as the leader last told it (in the current term, capped at
+	// this follower's log end; leaders of strict topics tell none), never the follower's own
+	// count; elsewhere on a follower, its commit.
 	MajorityReplicated int64
 	Committed          int64
 	// LastVisible is what Fetch may return; on a follower, what follower fetching may
@@ -60,8 +61,9 @@ func (p *Partition) refresh() {
 	if b.IsLeader {
 		b.MajorityReplicated = max(committed, p.endOffset(st.MajorityReplicated))
 	} else if st.LeaderVisible > st.Committed {
-		// What the leader told this follower it has majority replicated, capped at what
-		// this follower holds: its last visible under write caching, its follower-read bound.
+		// What the leader told this follower it has majority replicated (only under write
+		// caching), capped at what this follower holds: its last visible, the bound of
+		// follower reads.
 		b.MajorityReplicated = max(committed, p.endOffset(st.LeaderVisible))
 	}
 	p.mu.Lock()
