@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,9 +41,8 @@ func fetchBytes(t *testing.T, b *Broker) float64 {
 	return v
 }
 
-// rawFetch sends a consumer's Fetch v11 of partition 0 from offset, with rack, on rc.
-func rawFetch(t *testing.T, rc *rawConn, topic, rack string, offset int64) kmsg.FetchResponseTopicPartition {
-	t.Helper()
+// fetchRequest is a consumer's Fetch v11 of partition 0 of topic from offset, with rack.
+func fetchRequest(topic, rack string, offset int64) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.Rack = 11, -1, 50, 1<<20, rack
 	rt := kmsg.NewFetchRequestTopic()
@@ -51,7 +51,13 @@ func rawFetch(t *testing.T, rc *rawConn, topic, rack string, offset int64) kmsg.
 	rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = offset, 1<<20, -1, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := rc.roundTrip(req)
+	return req
+}
+
+// rawFetch sends fetchRequest(topic, rack, offset) on rc and returns its one partition.
+func rawFetch(t *testing.T, rc *rawConn, topic, rack string, offset int64) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	resp, err := rc.roundTrip(fetchRequest(topic, rack, offset))
 	if err != nil {
 		t.Fatalf("Fetch v11 to %s: %v", rc.c.RemoteAddr(), err)
 	}
@@ -60,6 +66,24 @@ func rawFetch(t *testing.T, rc *rawConn, topic, rack string, offset int64) kmsg.
 		t.Fatalf("Fetch v11 to %s: error %s, %d topics", rc.c.RemoteAddr(), kerrName(fr.ErrorCode), len(fr.Topics))
 	}
 	return fr.Topics[0].Partitions[0]
+}
+
+// rawListLatest sends a consumer's ListOffsets (latest) of partition 0 of topic on rc.
+func rawListLatest(t *testing.T, rc *rawConn, topic string) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version, req.ReplicaID = 4, -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp, rp.CurrentLeaderEpoch = -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := rc.roundTrip(req)
+	if err != nil {
+		t.Fatalf("ListOffsets to %s: %v", rc.c.RemoteAddr(), err)
+	}
+	return resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 }
 
 // lastOffset is the offset of the last record in a Fetch answer's record batches (-1: none).
@@ -92,9 +116,11 @@ func produceValues(t *testing.T, cl *kgo.Client, topic string, n, size int) {
 
 // TestFollowerFetchFromRack: franz-go's kgo.Rack and kcat's client.rack read from the
 // replica in their rack, not the leader: each follower's Fetch bytes grow by at least the
-// payload, the leader's by less than a tenth of it (redirects carry no records).
+// payload, the leader's by less than a tenth of it (redirects carry no records). A follower
+// answers ListOffsets too; a broker without a replica points such a consumer to the leader;
+// a RackId over 255 bytes is refused and the broker serves on.
 func TestFollowerFetchFromRack(t *testing.T) {
-	racks := []string{"r1", "r2", "r3"}
+	racks := []string{"r1", "r2", "r3", "r4"}
 	bs := startClusterInRacks(t, racks)
 	cl := clusterClient(t, bs, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	adm := kadm.NewClient(cl)
@@ -104,9 +130,14 @@ func TestFollowerFetchFromRack(t *testing.T) {
 	produceValues(t, cl, topic, n, size)
 	payload := float64(n * size)
 	leader := leaderOf(t, bs, topic, 0)
+	replicas := bs[leader].Partition(t, topic, 0).Replicas
 	var followers []int
+	outsider := -1
 	for i := range bs {
-		if i != leader {
+		switch {
+		case !slices.Contains(replicas, int32(i+1)):
+			outsider = i
+		case i != leader:
 			followers = append(followers, i)
 		}
 	}
@@ -117,6 +148,21 @@ func TestFollowerFetchFromRack(t *testing.T) {
 		waitFor(t, 30*time.Second, func() bool {
 			return rawFetch(t, rc, topic, racks[f], 0).PreferredReadReplica == int32(f+1)
 		})
+	}
+	fc := dialRaw(t, bs[followers[0]].KafkaAddr)
+	if p := rawListLatest(t, fc, topic); p.ErrorCode != 0 || p.Offset != n {
+		t.Errorf("ListOffsets latest on follower %d: %s, offset %d, want %d", followers[0]+1, kerrName(p.ErrorCode), p.Offset, n)
+	}
+	oc := dialRaw(t, bs[outsider].KafkaAddr)
+	if p := rawFetch(t, oc, topic, racks[outsider], 0); p.PreferredReadReplica != int32(leader+1) || len(p.RecordBatches) != 0 {
+		t.Errorf("broker %d, without a replica: preferred read replica %d, %d record bytes; want the leader %d", outsider+1, p.PreferredReadReplica, len(p.RecordBatches), leader+1)
+	}
+	resp, err := fc.roundTrip(fetchRequest(topic, strings.Repeat("r", 256), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr := resp.(*kmsg.FetchResponse); fr.ErrorCode != kerr.InvalidRequest.Code || len(fr.Topics) != 0 {
+		t.Errorf("a 256-byte RackId: %s with %d topics, want INVALID_REQUEST and none", kerrName(fr.ErrorCode), len(fr.Topics))
 	}
 
 	consumed := func(f int, read func()) {
