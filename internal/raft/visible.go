@@ -47,7 +47,7 @@ type fromVisible struct {
 // another (g.mu held).
 func (g *group) reportVisible(ob *outbox) {
 	if g.shareVisible == nil || g.state != etcdraft.StateLeader || len(g.peerIDs) == 0 {
-		return // a sole voter has nobody to tell, and so costs nothing more per round
+		return // nothing shared, or nobody to tell (a sole voter): no work added per round
 	}
 	if !g.shareVisible() {
 		return
