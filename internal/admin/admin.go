@@ -29,6 +29,10 @@ type Metrics struct {
 	bytesIn     prometheus.Counter
 	bytesOut    prometheus.Counter
 	connections prometheus.Gauge
+	// responseBytes counts response bytes by API; byKey holds each API's counter once it
+	// served a request, so a request adds to it without the vector's lookup and lock.
+	responseBytes *prometheus.CounterVec
+	byKey         [kmsg.MaxKey + 2]atomic.Pointer[prometheus.Counter] // the last: unknown keys
 }
 
 // NewMetrics builds the registry for b.
@@ -46,8 +50,11 @@ func NewMetrics(b *broker.Broker) *Metrics {
 		bytesIn:     prometheus.NewCounter(prometheus.CounterOpts{Name: "cairn_kafka_bytes_in_total", Help: "Kafka request bytes read."}),
 		bytesOut:    prometheus.NewCounter(prometheus.CounterOpts{Name: "cairn_kafka_bytes_out_total", Help: "Kafka response bytes written."}),
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cairn_kafka_connections", Help: "Open Kafka connections."}),
+		responseBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cairn_kafka_response_bytes_total", Help: "Kafka response bytes written, by API (Fetch: what consumers read from this broker).",
+		}, []string{"api"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.connections,
+	m.reg.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.connections, m.responseBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&partitionCollector{b: b}, &rpcCollector{b: b})
 	return m
@@ -63,6 +70,21 @@ func (m *Metrics) ObserveRequest(apiKey int16, d time.Duration, in, out int) {
 	m.latency.WithLabelValues(name).Observe(d.Seconds())
 	m.bytesIn.Add(float64(in))
 	m.bytesOut.Add(float64(out))
+	m.responseBytesOf(apiKey, name).Add(float64(out))
+}
+
+// responseBytesOf is the response-bytes counter of an API.
+func (m *Metrics) responseBytesOf(apiKey int16, name string) prometheus.Counter {
+	slot := &m.byKey[len(m.byKey)-1]
+	if apiKey >= 0 && int(apiKey) < len(m.byKey)-1 {
+		slot = &m.byKey[apiKey]
+	}
+	if c := slot.Load(); c != nil {
+		return *c
+	}
+	c := m.responseBytes.WithLabelValues(name)
+	slot.Store(&c)
+	return c
 }
 
 // ConnectionOpened implements kafka.Metrics.

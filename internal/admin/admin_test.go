@@ -91,6 +91,9 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 
 	m.ObserveRequest(0, time.Millisecond, 100, 50)
+	m.ObserveRequest(1, time.Millisecond, 10, 700)
+	m.ObserveRequest(1, time.Millisecond, 10, 300)
+	m.ObserveRequest(-7, time.Millisecond, 10, 5)
 	_, metrics := get(t, srv, "/metrics")
 	for _, want := range []string{
 		`cairn_partition_log_end_offset{partition="1",topic="orders"} 4`,
@@ -102,8 +105,11 @@ func TestAdminEndpoints(t *testing.T) {
 		`cairn_partition_under_min_isr{partition="1",topic="orders"} 0`,
 		`cairn_under_replicated_partitions 0`,
 		`cairn_kafka_requests_total{api="Produce"} 1`,
-		`cairn_kafka_bytes_in_total 100`,
-		`cairn_kafka_bytes_out_total 50`,
+		`cairn_kafka_bytes_in_total 130`,
+		`cairn_kafka_bytes_out_total 1055`,
+		`cairn_kafka_response_bytes_total{api="Produce"} 50`,
+		`cairn_kafka_response_bytes_total{api="Fetch"} 1000`,
+		`cairn_kafka_response_bytes_total{api="Unknown"} 5`,
 		`cairn_kafka_request_duration_seconds_count{api="Produce"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {

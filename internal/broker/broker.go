@@ -115,6 +115,9 @@ type Broker struct {
 	// topics is the controller state's topics as of the last reconcile, by name: the
 	// request paths read it instead of copying topics out of the state on every request.
 	topics atomic.Pointer[map[string]*controller.Topic]
+	// followerFetching is replica.selector.class as of the last reconcile: the rack-aware
+	// selector (KIP-392). The Fetch path reads it rather than resolving the cluster config.
+	followerFetching atomic.Bool
 
 	mu       sync.RWMutex
 	replicas map[replicaKey]*replica // the local partition replicas

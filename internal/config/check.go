@@ -83,6 +83,20 @@ func numSpec(t Type, lo, hi int64, unlimited bool) spec {
 	}}
 }
 
+// replicaSelectorSpec accepts Kafka's two selector classes, exactly as spelled (Java class
+// names are case-sensitive), or the empty value (unset: Kafka's default, the leader). Any
+// other class is one Cairn cannot load, so it is refused rather than ignored.
+func replicaSelectorSpec() spec {
+	valid := `"" (leader only), ` + LeaderSelector + ", " + RackAwareReplicaSelector
+	return spec{typ: TypeEnum, valid: valid, check: func(name, v string) (string, error) {
+		switch t := strings.TrimSpace(v); t {
+		case "", LeaderSelector, RackAwareReplicaSelector:
+			return t, nil
+		}
+		return "", invalid(name, v, valid, "Cairn implements only "+RackAwareReplicaSelector+" (consumers read from a replica in their rack) and "+LeaderSelector+" (from the leader)")
+	}}
+}
+
 // enumSpec accepts one of values, case-insensitively, and returns it as spelled there.
 func enumSpec(values ...string) spec {
 	valid := strings.Join(values, ", ")

@@ -37,6 +37,7 @@ const (
 	ClusterMinInsyncRacks              = "min.insync.racks"
 	ClusterMinInsyncReplicas           = "min.insync.replicas"
 	ClusterNumPartitions               = "num.partitions"
+	ClusterReplicaSelectorClass        = "replica.selector.class"
 	ClusterWriteCachingDefault         = "write_caching_default"
 )
 
@@ -66,6 +67,15 @@ const (
 	NodeRPCAddr             = "rpc.addr"
 	NodeProduceForwarding   = "produce.forwarding"
 	NodeSeeds               = "seeds"
+)
+
+// Values of replica.selector.class: Kafka's class names, so that Kafka runbooks work
+// unchanged. The leader selector (Kafka's default, also the empty value) serves consumers
+// from the leader only; the rack-aware one lets a consumer that sends its rack read from a
+// replica in that rack (KIP-392).
+const (
+	LeaderSelector           = "org.apache.kafka.common.replica.LeaderSelector"
+	RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 )
 
 // Values of write_caching_default.

@@ -160,6 +160,10 @@ func build() *registry {
 		"How often, in milliseconds, retention checks each partition for data to delete and compaction for records to remove.",
 		"storage: retention and compaction schedule")
 
+	cluster(ClusterReplicaSelectorClass, replicaSelectorSpec(), "",
+		"Which replica a consumer reads from (KIP-392): "+RackAwareReplicaSelector+" lets a consumer that sends its rack (client.rack) read from an in-sync replica in that rack, never above what the leader has made visible; empty or "+LeaderSelector+" reads from the leader only. Kafka's own property and class names, but dynamic here: a change applies to the next Fetch.",
+		"kafka: Fetch (preferred read replica) and ListOffsets on a follower; partition: follower reads bounded by the leader's last visible offset")
+
 	// Consumer group coordinator (internal/group) and its internal topic __consumer_offsets.
 	cluster(ClusterOffsetsTopicNumPartitions, numSpec(TypeInt, 1, 1000, false), "16",
 		"Partition count of __consumer_offsets; read only when the broker creates that topic (first start), since a group's partition is a hash of its id modulo this count and changing it later would move every group, so a later change has no effect.",

@@ -124,6 +124,7 @@ func ResolveCluster(clusterOverrides map[string]string) ClusterConfig {
 		DefaultReplicationFactor: int16(mustInt(get(ClusterDefaultReplicationFactor))),
 		WriteCachingDefault:      get(ClusterWriteCachingDefault),
 		RetentionCheckMs:         mustInt(get(ClusterLogRetentionCheckIntervalMs)),
+		FollowerFetching:         get(ClusterReplicaSelectorClass) == RackAwareReplicaSelector,
 
 		OffsetsTopicNumPartitions:     int32(mustInt(get(ClusterOffsetsTopicNumPartitions))),
 		OffsetsTopicReplicationFactor: int16(mustInt(get(ClusterOffsetsTopicReplicationFactor))),

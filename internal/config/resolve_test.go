@@ -93,11 +93,15 @@ func TestResolveCluster(t *testing.T) {
 		t.Fatalf("defaults: got %+v", got)
 	}
 	got := ResolveCluster(map[string]string{"auto.create.topics.enable": "false", "num.partitions": "6",
-		"default.replication.factor": "3", "write_caching_default": "disabled", "log.retention.check.interval.ms": "1000"})
+		"default.replication.factor": "3", "write_caching_default": "disabled", "log.retention.check.interval.ms": "1000",
+		"replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"})
 	want = withGroupDefaults(ClusterConfig{AutoCreateTopics: false, NumPartitions: 6, DefaultReplicationFactor: 3,
-		WriteCachingDefault: "disabled", RetentionCheckMs: 1000})
+		WriteCachingDefault: "disabled", RetentionCheckMs: 1000, FollowerFetching: true})
 	if got != want {
 		t.Fatalf("overrides: got %+v", got)
+	}
+	if ResolveCluster(map[string]string{"replica.selector.class": "org.apache.kafka.common.replica.LeaderSelector"}).FollowerFetching {
+		t.Fatal("the leader selector switched follower fetching on")
 	}
 }
 

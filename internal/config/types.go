@@ -166,6 +166,8 @@ type ClusterConfig struct {
 	DefaultReplicationFactor int16
 	WriteCachingDefault      string
 	RetentionCheckMs         int64
+	// FollowerFetching: replica.selector.class is the rack-aware selector.
+	FollowerFetching bool
 
 	// Consumer group coordinator and __consumer_offsets.
 	OffsetsTopicNumPartitions     int32

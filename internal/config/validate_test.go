@@ -148,6 +148,13 @@ var validationCases = map[string][]vcase{
 		ok("", ""), ok("us-east-1a", "us-east-1a"),
 		bad("rack a", "spaces"), bad(strings.Repeat("r", 256), "longer than 255"),
 	},
+	"replica.selector.class": {
+		ok("", ""), ok(" ", ""), ok("org.apache.kafka.common.replica.LeaderSelector", "org.apache.kafka.common.replica.LeaderSelector"),
+		ok(" org.apache.kafka.common.replica.RackAwareReplicaSelector ", "org.apache.kafka.common.replica.RackAwareReplicaSelector"),
+		bad("com.example.MySelector", "Cairn implements only org.apache.kafka.common.replica.RackAwareReplicaSelector"),
+		bad("com.example.MySelector", "and org.apache.kafka.common.replica.LeaderSelector"),
+		bad("org.apache.kafka.common.replica.rackawarereplicaselector", "Cairn implements only"),
+	},
 	"seeds": {
 		ok("", ""), ok("a:9093", "a:9093"), ok(" a:9093 , b:9093 ", "a:9093,b:9093"),
 		bad("a:9093,,b:9093", "empty item"), bad("a", "not a host:port"), bad(":9093", "host is empty"),

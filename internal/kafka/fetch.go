@@ -1,5 +1,20 @@
 package kafka
 
+// Fetch, versions 4 to 12. Consumers only: a fetch with a replica id (Kafka's own
+// replication) is refused with NOT_LEADER_OR_FOLLOWER, since Cairn's replicas replicate
+// through Raft. Fetch sessions (KIP-227) are declined: every request is a full fetch.
+//
+// Follower fetching (KIP-392, v11 and later), on while replica.selector.class is
+// RackAwareReplicaSelector: a leader answers a consumer that sends its rack (RackId) with
+// a PreferredReadReplica in that rack and no records, at once; that follower serves it, up
+// to the visible offset its leader told it of (internal/partition/follower.go). Deviation:
+// where a follower cannot serve (its leader's broker silent, the offset below its log
+// start, no leader known) it answers with its leader as PreferredReadReplica rather than
+// an error, since clients move to a preferred replica at once but stay on a follower that
+// answers NOT_LEADER_OR_FOLLOWER until their recheck interval; below its log start Kafka
+// would say OFFSET_OUT_OF_RANGE, on which librdkafka resets the consumer's offset. A
+// RackId over 255 bytes is INVALID_REQUEST for the whole request, with nothing read.
+
 import (
 	"context"
 	"time"
@@ -10,18 +25,28 @@ import (
 	"github.com/cairn-io/cairn/internal/partition"
 )
 
+// maxRackIDBytes bounds a consumer's RackId: a rack is a short name (a zone), and a
+// longer one is a broken or hostile client, refused before anything is read.
+const maxRackIDBytes = 255
+
 // fetchMaxBytesCap bounds a Fetch response whatever the client asks for (Kafka's
 // fetch.max.bytes default), so one request cannot make the broker hold gigabytes.
 const fetchMaxBytesCap = 55 << 20
 
 // handleFetch serves consumers. It answers once min bytes are available or max wait passes,
-// waking as soon as any partition it reads gets new visible data. Fetch sessions (KIP-227)
-// are declined by answering session id 0, so every request is a full fetch.
+// waking as soon as any partition it reads gets new visible data; session id 0 declines
+// fetch sessions.
 func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.FetchRequest)
 	if req.ReplicaID >= 0 || (req.Version >= 15 && req.ReplicaState.ID >= 0) {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return respond(resp)
+	}
+	if req.Version >= 11 && len(req.Rack) > maxRackIDBytes {
+		s.lg.Warn("fetch refused: its rack id is over the limit", "bytes", len(req.Rack), "limit", maxRackIDBytes)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.InvalidRequest.Code
 		return respond(resp)
 	}
 	return func(ctx context.Context) kmsg.Response {
@@ -89,6 +114,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*fetchRespon
 	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	total := 0
 	stop := false
+	followerRead := req.Version >= 11 && s.b.FollowerFetching()
 	for _, rt := range req.Topics {
 		var files []partition.FileRecords
 		t := kmsg.NewFetchResponseTopic()
@@ -103,6 +129,9 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*fetchRespon
 			freq := partition.FetchRequest{Offset: rp.FetchOffset, CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: -1}
 			if req.Version >= 12 {
 				freq.LastFetchedEpoch = rp.LastFetchedEpoch
+			}
+			if req.Version >= 11 {
+				freq.ClientRack, freq.FollowerRead = req.Rack, followerRead
 			}
 			limit := min(rp.PartitionMaxBytes, maxBytes-int32(total))
 			if limit > 0 || total == 0 {
@@ -120,6 +149,11 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*fetchRespon
 			}
 			out.ErrorCode = errCode(res.Err)
 			if res.Err != nil {
+				stop = true
+			}
+			if res.PreferredReadReplica > 0 {
+				// The consumer is to read elsewhere: tell it now, not after the long poll.
+				out.PreferredReadReplica = res.PreferredReadReplica
 				stop = true
 			}
 			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart

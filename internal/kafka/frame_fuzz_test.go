@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,6 +47,8 @@ func FuzzHandleFrame(f *testing.F) {
 	f.Add(frame(kmsg.NewPtrApiVersionsRequest(), 3))
 	f.Add(frame(kmsg.NewPtrApiVersionsRequest(), 99))
 	f.Add(frame(kmsg.NewPtrFetchRequest(), 12))
+	f.Add(frame(rackFetch("fuzzed", "r1"), 11))
+	f.Add(frame(rackFetch("fuzzed", strings.Repeat("r", 256)), 12))
 	f.Add(frame(kmsg.NewPtrProduceRequest(), 9))
 	f.Add(frame(kmsg.NewPtrDescribeConfigsRequest(), 4))
 	f.Add(frame(kmsg.NewPtrIncrementalAlterConfigsRequest(), 1))

@@ -12,6 +12,9 @@ import (
 func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	// With follower fetching on, a follower answers consumers against the bound its Fetch
+	// serves up to (see fetch.go); otherwise only the leader answers.
+	followerRead := req.ReplicaID < 0 && s.b.FollowerFetching()
 	for _, rt := range req.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
@@ -20,12 +23,16 @@ func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respon
 			out.Partition = rp.Partition
 			out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, -1
 			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
-			if kerrv == nil {
+			if kerrv == nil && !followerRead {
 				kerrv = p.CheckEpoch(rp.CurrentLeaderEpoch)
 			}
 			if kerrv == nil {
-				off, ts, err := p.ListOffset(rp.Timestamp)
-				kerrv = err
+				var off, ts int64
+				if followerRead {
+					off, ts, kerrv = p.FollowerListOffset(rp.Timestamp, rp.CurrentLeaderEpoch)
+				} else {
+					off, ts, kerrv = p.ListOffset(rp.Timestamp)
+				}
 				out.Offset, out.Timestamp = off, ts
 				if off >= 0 {
 					out.LeaderEpoch = p.LeaderEpoch()

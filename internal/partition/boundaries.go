@@ -17,12 +17,18 @@ import (
 // Boundaries are the partition's offsets, each exclusive (the next offset past the
 // boundary), with the replica's view of its group.
 type Boundaries struct {
-	LogStart           int64
-	LogEnd             int64
-	Flushed            int64
+	LogStart int64
+	LogEnd   int64
+	Flushed  int64
+	// MajorityReplicated is, on a follower under write caching, the leader's
+	// majority-replicated offset as the leader last told it (in the current term, capped at
+	// this follower's log end; leaders of strict topics tell none), never the follower's own
+	// count; elsewhere on a follower, its commit.
 	MajorityReplicated int64
 	Committed          int64
-	LastVisible        int64
+	// LastVisible is what Fetch may return; on a follower, what follower fetching may
+	// serve (follower.go), from its commit and the leader's report only.
+	LastVisible int64
 	// LeaderEpoch is the Raft term.
 	LeaderEpoch int32
 	// Leader is the Raft id of the leader this replica knows (0: none); IsLeader whether
@@ -54,6 +60,11 @@ func (p *Partition) refresh() {
 	}
 	if b.IsLeader {
 		b.MajorityReplicated = max(committed, p.endOffset(st.MajorityReplicated))
+	} else if st.LeaderVisible > st.Committed {
+		// What the leader told this follower it has majority replicated (only under write
+		// caching), capped at what this follower holds: its last visible, the bound of
+		// follower reads.
+		b.MajorityReplicated = max(committed, p.endOffset(st.LeaderVisible))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

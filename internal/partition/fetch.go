@@ -24,6 +24,13 @@ type FetchRequest struct {
 	// LastFetchedEpoch is the epoch of the last batch the consumer read (KIP-595,
 	// Fetch v12 and later), to detect a log that diverged from it; -1 skips the check.
 	LastFetchedEpoch int32
+	// FollowerRead is set while replica.selector.class is the rack-aware selector (KIP-392,
+	// a consumer's Fetch v11 or later): a follower then serves the fetch itself, up to the
+	// visible offset its leader told it of (follower.go), and a leader may point the
+	// consumer to a replica in ClientRack instead.
+	FollowerRead bool
+	// ClientRack is the consumer's rack (Fetch v11 RackId); "" when it sent none.
+	ClientRack string
 }
 
 // FetchResult is one partition's part of a Fetch response. The records are either bytes
@@ -39,6 +46,10 @@ type FetchResult struct {
 	// thinks: the largest epoch at or below it and that epoch's end offset, where the
 	// consumer must truncate to. No records are returned then.
 	Diverging *EpochEnd
+	// PreferredReadReplica is the broker the consumer should fetch this partition from
+	// instead (KIP-392): a replica in its rack, or a follower's leader; no records come
+	// with it. 0: none (brokers and Raft ids start at 1).
+	PreferredReadReplica int32
 }
 
 // EpochEnd is a leader epoch and the offset where it ended.
@@ -94,15 +105,31 @@ func (r *FileRecords) Bytes() int64 { return r.slices.Bytes }
 // safe on the zero value and to call twice.
 func (r *FileRecords) Release() { r.slices.Release() }
 
-// ServeFetch answers one partition of a consumer's Fetch: a diverging log first (the
-// consumer must truncate before it reads on), then only the boundaries when the response
-// is already full, else the records as FetchFiles reads them.
+// ServeFetch answers one partition of a consumer's Fetch: with follower fetching on, a
+// follower's answer or a leader's choice of a replica in the consumer's rack
+// (follower.go); then a diverging log (the consumer must truncate before it reads on), only
+// the boundaries when the response is already full, else the records as FetchFiles reads
+// them. A consumer that sends its rack to a follower while follower fetching is off is
+// pointed back to the leader, having been sent there while it was on.
 func (p *Partition) ServeFetch(req FetchRequest) FetchResult {
+	if req.FollowerRead {
+		if res, ok := p.serveRackAware(req); ok {
+			return res
+		}
+	}
+	res := p.serveFromLeader(req)
+	if res.Err == kerr.NotLeaderForPartition && req.ClientRack != "" {
+		p.pointToLeader(&res, p.Boundaries())
+	}
+	return res
+}
+
+// serveFromLeader is ServeFetch as a leader answers it, and a follower refuses it.
+func (p *Partition) serveFromLeader(req FetchRequest) FetchResult {
 	if req.LastFetchedEpoch >= 0 && p.CheckEpoch(req.CurrentLeaderEpoch) == nil {
-		epoch, end := p.EpochEndOffset(req.LastFetchedEpoch)
-		if epoch != req.LastFetchedEpoch || end < req.Offset {
+		if d := p.diverging(req); d != nil {
 			b := p.Boundaries()
-			return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart, Diverging: &EpochEnd{Epoch: epoch, EndOffset: end}}
+			return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart, Diverging: d}
 		}
 	}
 	if req.MaxBytes <= 0 {
@@ -126,23 +153,36 @@ func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32
 // restart, in a closed segment Open did not rescan), it answers with bytes as Fetch does,
 // and that read checks their entry CRCs so the next fetch of them gets file ranges.
 func (p *Partition) FetchFiles(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
-	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
-		res.Files.slices, err = p.log.ReadBatchSlices(offset, int(maxBytes), upTo)
-		if errors.Is(err, storage.ErrNoFileSlices) {
-			res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
-		}
-		return err
+	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) error {
+		return p.readFiles(res, offset, maxBytes, upTo)
 	})
 }
 
-// fetch runs the checks every fetch answers before reading, then read, up to last visible.
-func (p *Partition) fetch(offset int64, currentLeaderEpoch int32, read func(res *FetchResult, upTo int64) error) FetchResult {
-	b := p.Boundaries()
-	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
-	if err := leaderCheck(b, currentLeaderEpoch); err != nil {
-		res.Err = err
-		return res
+// readFiles is FetchFiles' read.
+func (p *Partition) readFiles(res *FetchResult, offset int64, maxBytes int32, upTo int64) (err error) {
+	res.Files.slices, err = p.log.ReadBatchSlices(offset, int(maxBytes), upTo)
+	if errors.Is(err, storage.ErrNoFileSlices) {
+		res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
 	}
+	return err
+}
+
+// readFunc reads the batches from the one holding the fetch offset up to upTo.
+type readFunc func(res *FetchResult, upTo int64) error
+
+// fetch runs the checks every fetch answers before reading, then read, up to last visible.
+func (p *Partition) fetch(offset int64, currentLeaderEpoch int32, read readFunc) FetchResult {
+	b := p.Boundaries()
+	if err := leaderCheck(b, currentLeaderEpoch); err != nil {
+		return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart, Err: err}
+	}
+	return p.readVisible(b, offset, read)
+}
+
+// readVisible answers a fetch at offset from b: out of range outside the log, nothing at
+// or past last visible, else what read finds up to last visible.
+func (p *Partition) readVisible(b Boundaries, offset int64, read readFunc) FetchResult {
+	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
 	if offset < b.LogStart || offset > b.LogEnd {
 		res.Err = kerr.OffsetOutOfRange
 		return res

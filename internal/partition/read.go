@@ -47,6 +47,11 @@ func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *ke
 	if !b.IsLeader {
 		return -1, -1, kerr.NotLeaderForPartition
 	}
+	return p.listOffset(b, timestamp)
+}
+
+// listOffset answers ListOffsets from b, whose last visible bounds every answer.
+func (p *Partition) listOffset(b Boundaries, timestamp int64) (offset int64, ts int64, err *kerr.Error) {
 	switch timestamp {
 	case ListLatest:
 		return b.LastVisible, -1, nil
