@@ -64,6 +64,9 @@ type config struct {
 	minInsyncRacks int // the topic's min.insync.racks; 0 leaves it unset
 	// linkIn and linkCross delay each inter-broker link inside a rack and across racks.
 	linkIn, linkCross time.Duration
+	// rackReads switches on follower fetching (KIP-392) and adds one consumer per rack that
+	// reads from its own rack's replica, so the read checks cover followers' answers too.
+	rackReads bool
 }
 
 // faultKinds are the faults --faults may name, in the order the schedule draws from.
@@ -93,6 +96,7 @@ func main() {
 	flag.StringVar(&rackList, "racks", "", "comma-separated rack of each broker, broker 1 first (default: a rack of its own each); sets --brokers when that is not given")
 	flag.IntVar(&cfg.minInsyncRacks, "min-insync-racks", 0, "min.insync.racks of the topic (0: not set, the cluster default applies)")
 	flag.StringVar(&linkDelay, "link-delay", "", "delay of each inter-broker link inside a rack and across racks, as in,cross (e.g. 0.2ms,2ms; default none)")
+	flag.BoolVar(&cfg.rackReads, "rack-reads", false, "switch on follower fetching (replica.selector.class=RackAwareReplicaSelector) and add a consumer in each rack that reads from its rack's replica")
 	flag.Parse()
 	var err error
 	if cfg.mode, err = history.ParseMode(mode); err != nil {
@@ -115,6 +119,9 @@ func main() {
 	}
 	if cfg.racks != nil {
 		cfg.brokers = len(cfg.racks)
+	}
+	if cfg.rackReads && cfg.racks == nil {
+		cfg.racks = faults.DefaultRacks(cfg.brokers)
 	}
 	if cfg.linkIn, cfg.linkCross, err = parseLinkDelay(linkDelay); err != nil {
 		fail(err)
@@ -143,8 +150,8 @@ func main() {
 	fmt.Printf("chaos: seed %d, mode %s, faults %s, %d brokers, duration %v, rate %d/s per producer (0: unthrottled), output %s\n",
 		cfg.seed, cfg.mode, faultList, cfg.brokers, cfg.duration, cfg.rate, cfg.out)
 	if cfg.racks != nil || cfg.minInsyncRacks > 0 || linkDelay != "" {
-		fmt.Printf("chaos: racks %v, min.insync.racks %d (0: not set), link delay %v in a rack, %v across\n",
-			cfg.racks, cfg.minInsyncRacks, cfg.linkIn, cfg.linkCross)
+		fmt.Printf("chaos: racks %v, min.insync.racks %d (0: not set), link delay %v in a rack, %v across, rack reads %v\n",
+			cfg.racks, cfg.minInsyncRacks, cfg.linkIn, cfg.linkCross, cfg.rackReads)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -222,6 +229,12 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		}
 		return nil, fmt.Errorf("creating the topic with %v: %w (%s)", configsString(configs), err, resp.ErrMessage)
 	}
+	if cfg.rackReads {
+		if err := setClusterConfig(ctx, kadm.NewClient(adm), replicaSelector, rackAwareSelector); err != nil {
+			adm.Close()
+			return nil, err
+		}
+	}
 	adm.Close()
 
 	rec, err := history.CreateFile(filepath.Join(cfg.out, "history.jsonl"))
@@ -237,11 +250,19 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 			produceLoop(loadCtx, cl, rec, cfg.mode, fmt.Sprintf("p%d", i), cfg.rate)
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		consumeLoop(loadCtx, cl, rec, cfg.partitions)
-	}()
+	consumers := map[string][]kgo.Opt{"c0": nil}
+	if cfg.rackReads {
+		for _, rack := range cl.Racks() {
+			consumers["c-"+rack] = rackConsumerOpts(rack)
+		}
+	}
+	for process, opts := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			consumeLoop(loadCtx, cl, rec, process, cfg.partitions, opts...)
+		}()
+	}
 
 	schedErr := schedule(ctx, cl, rec, cfg)
 	// Heal everything, let the load run on a healthy cluster for a moment, then stop it.
@@ -273,8 +294,12 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("final read: %w", err)
 	}
+	followerReaders := map[string]bool{}
+	for process, opts := range consumers {
+		followerReaders[process] = opts != nil
+	}
 	return history.CheckFile(filepath.Join(cfg.out, "history.jsonl"), final, history.Options{
-		Mode: cfg.mode, AllowSuffixLoss: cfg.mode == history.WriteCaching && power})
+		Mode: cfg.mode, AllowSuffixLoss: cfg.mode == history.WriteCaching && power, FollowerReaders: followerReaders})
 }
 
 // produceLoop sends unique values from one goroutine (so the invocation order is the send
@@ -311,13 +336,14 @@ func produceLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder,
 	_ = c.Flush(flushCtx)
 }
 
-// consumeLoop reads every partition from the start and records each poll.
-func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, partitions int) {
+// consumeLoop reads every partition from the start and records each poll as process.
+func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, process string, partitions int, extra ...kgo.Opt) {
 	from := map[int32]kgo.Offset{}
 	for p := range partitions {
 		from[int32(p)] = kgo.NewOffset().AtStart()
 	}
-	c, err := cl.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}), kgo.FetchMaxWait(500*time.Millisecond))
+	opts := append([]kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}), kgo.FetchMaxWait(500 * time.Millisecond)}, extra...)
+	c, err := cl.Client(opts...)
 	if err != nil {
 		return
 	}
@@ -327,7 +353,7 @@ func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder,
 		if ctx.Err() != nil {
 			return
 		}
-		history.RecordFetches(rec, "c0", fs)
+		history.RecordFetches(rec, process, fs)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cairn-io/cairn/test/chaos/faults"
 	"github.com/cairn-io/cairn/test/chaos/history"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // parseRacks reads --racks: nil for "", else one non-empty rack per broker. When --brokers
@@ -66,6 +68,38 @@ func rackFault(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, c
 	fmt.Printf("chaos: %s: %s\n", time.Now().Format("15:04:05.000"), name)
 	if err := inject(ctx, cl, rec, rng, sub, name, ids, lossy, func() error { return cl.IsolateRack(rack) }); err != nil {
 		return fmt.Errorf("fault %s: %w", name, err)
+	}
+	return nil
+}
+
+// replicaSelector and rackAwareSelector are Kafka's switch for follower fetching (KIP-392),
+// which Cairn accepts unchanged.
+const (
+	replicaSelector   = "replica.selector.class"
+	rackAwareSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+)
+
+// rackConsumerOpts make a consumer in rack that reads from its rack's replica. The short
+// recheck brings franz-go back to a preferred replica soon after a fault moved it to the
+// leader (its default is 30 minutes, longer than most sessions).
+func rackConsumerOpts(rack string) []kgo.Opt {
+	return []kgo.Opt{kgo.Rack(rack), kgo.RecheckPreferredReplicaInterval(5 * time.Second)}
+}
+
+// setClusterConfig sets a cluster-wide broker property, as an operator would with
+// kafka-configs --entity-default.
+func setClusterConfig(ctx context.Context, adm *kadm.Client, name, value string) error {
+	resp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: kadm.StringPtr(value)}})
+	if err == nil {
+		for _, r := range resp {
+			if r.Err != nil {
+				err = fmt.Errorf("%w (%s)", r.Err, r.ErrMessage)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("setting %s=%s: %w", name, value, err)
 	}
 	return nil
 }

@@ -294,6 +294,25 @@ func TestHWAndLogStartRegress(t *testing.T) {
 	wantOnly(t, check(t, b, final(), strict), VHWRegress)
 }
 
+// A reader that moves between a leader and a follower (KIP-392) may see the high watermark
+// move back, since a follower's trails its leader's; what it reads is still checked.
+func TestFollowerReaders(t *testing.T) {
+	b := newHB()
+	b.produce("p1", "a", 0)
+	b.produce("p1", "b", 1)
+	b.poll("c-r2", 2, rec(0, "a"), rec(1, "b")) // from the leader
+	b.poll("c-r2", 1)                           // then from a follower that trails it
+	followers := Options{Mode: Strict, FollowerReaders: map[string]bool{"c-r2": true}}
+	wantOnly(t, check(t, b, final(rec(0, "a"), rec(1, "b")), strict), VHWRegress)
+	wantValid(t, check(t, b, final(rec(0, "a"), rec(1, "b")), followers))
+	// A follower that served a record no one acknowledged, and that did not last (above
+	// its leader's visible offset), is still caught.
+	id := b.send("p1", "c")
+	b.r.Complete(id, Unknown, nil)
+	b.poll("c-r2", 3, rec(2, "c"))
+	wantOnly(t, check(t, b, final(rec(0, "a"), rec(1, "b")), followers), VVanished)
+}
+
 func TestCommitRegress(t *testing.T) {
 	b := newHB()
 	b.commit("c1", 5)
