@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,10 +17,18 @@ const topic = "t"
 
 var tp0 = TP{topic, 0}
 
-// hb builds histories by hand.
+// hb builds histories by hand, on a clock that moves 1ms at each entry.
 type hb struct{ r *Recorder }
 
-func newHB() *hb { return &hb{NewMemoryRecorder()} }
+func newHB() *hb {
+	r := NewMemoryRecorder()
+	clock := time.Date(2026, 12, 1, 18, 35, 0, 0, time.UTC)
+	r.now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	return &hb{r}
+}
+
+// restart records the restart marker of fault name, its brokers up from now.
+func (b *hb) restart(name string) { b.r.Restart(name, b.r.now()) }
 
 func (b *hb) send(proc, v string) int64 {
 	op := NewOp(proc, KindProduce, topic, 0)
@@ -163,6 +172,103 @@ func TestSuffixLoss(t *testing.T) {
 	// A loss with no lossy fault after its acknowledgement is not explained.
 	b.produce("p1", "e", 3)
 	wantOnly(t, check(t, b, good, opts), VLost)
+}
+
+// TestSuffixLossFaultWindow: a lost write is held to the lossy fault whose window (marker
+// to restart marker) had not closed when it was acknowledged, never to a later one because
+// of its acknowledgement alone, nor to an earlier one because of its send.
+func TestSuffixLossFaultWindow(t *testing.T) {
+	opts := Options{Mode: WriteCaching, AllowSuffixLoss: true}
+	const power = "power [2 3]"
+	// The harness's schedule: a power cut of a majority, its brokers started again, a
+	// reuse of the freed offsets, and (when later) a second lossy cut.
+	secondCut := func(b *hb) {
+		b.r.Fault(power, true)
+		b.restart(power)
+	}
+	t.Run("acknowledged late inside the window", func(t *testing.T) {
+		b := newHB()
+		b.produce("p1", "a", 0)
+		x := b.send("p2", "x")
+		b.r.Fault(power, true)
+		b.ok(x, 1) // on a majority report sent before the cut, delivered late
+		b.restart(power)
+		b.produce("p1", "y", 1) // the power-cut brokers replaced the tail
+		b.produce("p1", "z", 2)
+		secondCut(b)
+		res := check(t, b, final(rec(0, "a"), rec(1, "y"), rec(2, "z")), opts)
+		wantValid(t, res)
+		if res.Summary.LostOK != 1 {
+			t.Errorf("want x lost and allowed: %s", res.Summary)
+		}
+	})
+	t.Run("an older history without restart markers", func(t *testing.T) {
+		// The same acknowledgement with no restart marker dates x after the first cut,
+		// so the second one explains it, and z, acknowledged before that, makes a hole.
+		b := newHB()
+		b.produce("p1", "a", 0)
+		x := b.send("p2", "x")
+		b.r.Fault(power, true)
+		b.ok(x, 1)
+		b.produce("p1", "y", 1)
+		b.produce("p1", "z", 2)
+		b.r.Fault(power, true)
+		wantOnly(t, check(t, b, final(rec(0, "a"), rec(1, "y"), rec(2, "z")), opts), VSuffixHole)
+	})
+	t.Run("retried across the fault, acknowledged after it", func(t *testing.T) {
+		// Sent before the cut, acknowledged by the new leader after the restart: no
+		// lossy fault comes after, so its loss is unexplained.
+		b := newHB()
+		b.produce("p1", "a", 0)
+		x := b.send("p2", "x")
+		b.r.Fault(power, true)
+		b.restart(power)
+		b.ok(x, 1)
+		wantOnly(t, check(t, b, final(rec(0, "a")), opts), VLost)
+	})
+	t.Run("sent and acknowledged after the restart", func(t *testing.T) {
+		b := newHB()
+		b.produce("p1", "a", 0)
+		b.r.Fault(power, true)
+		b.restart(power)
+		b.produce("p2", "x", 1)
+		wantOnly(t, check(t, b, final(rec(0, "a")), opts), VLost)
+	})
+	t.Run("sent and acknowledged while a majority is down", func(t *testing.T) {
+		// Nothing sent after the cut can be majority-replicated before the restart, so
+		// no fault explains its loss, however many come later.
+		b := newHB()
+		b.produce("p1", "a", 0)
+		b.r.Fault(power, true)
+		b.produce("p2", "x", 1)
+		b.restart(power)
+		secondCut(b)
+		wantOnly(t, check(t, b, final(rec(0, "a")), opts), VLost)
+	})
+	t.Run("recorded before the restart marker, acknowledged after the brokers were up", func(t *testing.T) {
+		// The marker goes in once the brokers are ready, later than they could first
+		// replicate: an acknowledgement between the two is after the window.
+		b := newHB()
+		b.produce("p1", "a", 0)
+		x := b.send("p2", "x")
+		b.r.Fault(power, true)
+		up := b.r.now()
+		b.ok(x, 1)
+		b.r.Restart(power, up)
+		wantOnly(t, check(t, b, final(rec(0, "a")), opts), VLost)
+	})
+	t.Run("a restart of another fault closes no window", func(t *testing.T) {
+		b := newHB()
+		b.produce("p1", "a", 0)
+		x := b.send("p2", "x")
+		b.r.Fault(power, true)
+		b.ok(x, 1)
+		b.restart("power [1 3]")
+		b.produce("p1", "y", 1)
+		b.produce("p1", "z", 2)
+		b.r.Fault(power, true)
+		wantOnly(t, check(t, b, final(rec(0, "a"), rec(1, "y"), rec(2, "z")), opts), VSuffixHole)
+	})
 }
 
 func TestInconsistent(t *testing.T) {
