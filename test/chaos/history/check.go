@@ -612,7 +612,7 @@ func (c *Checker) checkLost(lost []*prod, acked map[TP][]*prod) {
 			}
 			f := c.faults[i]
 			if p.done > f.at && p.inv > f.at {
-				c.violate(VLost, "%s: value %q sent (seq %d) and acknowledged at offset %d (seq %d) while fault %q (seq %d to its restart at seq %d) had a majority down, is lost",
+				c.violate(VLost, "%s: value %q sent (seq %d) and acknowledged at offset %d (seq %d) while fault %q (seq %d to its restart at seq %d) had a majority down is lost",
 					p.tp, p.value, p.inv, p.offset, p.done, f.name, f.at, f.restart)
 				continue
 			}
