@@ -15,9 +15,6 @@ import (
 // reconcile), so until then it cannot make a write majority-replicated.
 const registeredLine = `msg="broker registered"`
 
-// startHeader opens each start's part of a broker's log (test/harness).
-const startHeader = "=== harness: start #"
-
 // markRestart closes the window of the lossy fault name, whose brokers ids the harness
 // began to start again at began (see history.KindRestart): until the first of them had
 // registered, no partition could make a write majority-replicated, so a write
@@ -33,8 +30,8 @@ func markRestart(cl *faults.Cluster, rec *history.Recorder, name string, lossy b
 	}
 	up := time.Time{}
 	for _, id := range ids {
-		t, ok := registeredAt(cl.Broker(id).LogPath)
-		if !ok || t.Before(began) {
+		t, ok := registeredSince(cl.Broker(id).LogPath, began)
+		if !ok {
 			up = began
 			break
 		}
@@ -48,29 +45,27 @@ func markRestart(cl *faults.Cluster, rec *history.Recorder, name string, lossy b
 	rec.Restart(name, up)
 }
 
-// registeredAt returns when the last start recorded in the broker log at path registered
-// the broker, from the line's time= field (millisecond precision, truncated: no later than
-// the truth).
-func registeredAt(path string) (time.Time, bool) {
+// registeredSince returns when the broker whose log is at path first registered at or
+// after since, from the line's time= field (millisecond precision, truncated: no later than
+// the truth). The first registration counts, not the last start's: a start that registered
+// and then failed (a port taken) had opened its partition replicas in between.
+func registeredSince(path string, since time.Time) (time.Time, bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return time.Time{}, false
 	}
 	defer f.Close()
-	var at time.Time
-	found := false
+	since = since.Truncate(time.Millisecond)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, startHeader):
-			found = false
-		case !found && strings.Contains(line, registeredLine):
-			at, found = logTime(line)
+		if line := sc.Text(); strings.Contains(line, registeredLine) {
+			if t, ok := logTime(line); ok && !t.Before(since) {
+				return t, true
+			}
 		}
 	}
-	return at, found && sc.Err() == nil
+	return time.Time{}, false
 }
 
 // logTime reads the leading time=... field of a text log line.
