@@ -413,7 +413,9 @@ func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cf
 
 // inject applies fault kind (kill, pause, partition or power) to brokers ids, holds it for
 // a time drawn from rng and undoes it, recording the fault marker as name (lossy: writes
-// acknowledged before it may be lost). Partition cuts with isolate and heals everything.
+// acknowledged before it may be lost) and, for a lossy kill or power cut, a restart marker
+// once the brokers are up again (markRestart). Partition cuts with isolate and heals
+// everything.
 func inject(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, rng *rand.Rand, kind, name string, ids []int, lossy bool, isolate func() error) error {
 	if kind != "power" && kind != "kill" {
 		rec.Fault(name, false)
@@ -430,9 +432,11 @@ func inject(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, rng 
 		}
 		rec.Fault(name, lossy)
 		sleepCtx(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond)
+		began := time.Now()
 		if serr := cl.StartAll(ctx, ids...); serr != nil && err == nil {
 			err = serr
 		}
+		markRestart(cl, rec, name, lossy, ids, began)
 	case "pause":
 		for _, id := range ids {
 			if err = cl.Pause(id); err != nil {
@@ -461,7 +465,9 @@ func inject(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, rng 
 		rec.Fault(name, lossy)
 		if err == nil {
 			sleepCtx(ctx, time.Duration(200+rng.IntN(1000))*time.Millisecond)
+			began := time.Now()
 			err = cl.StartAll(ctx, ids...)
+			markRestart(cl, rec, name, lossy, ids, began)
 		}
 	default:
 		err = fmt.Errorf("unknown fault %q", kind)

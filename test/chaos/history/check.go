@@ -157,6 +157,7 @@ type prod struct {
 	value, process string
 	tp             TP
 	inv, done      int64
+	doneAt         int64 // the completion's Time, in Unix nanoseconds
 	phase          Phase
 	offset         int64
 	definite       bool
@@ -187,6 +188,16 @@ type commitObs struct {
 	offset    int64
 }
 
+// lossyFault is a lossy fault's window: from its marker (seq at) until restartAt (Unix
+// nanoseconds), the Time of the KindRestart that closed it, recorded at seq restart.
+// Without one (an older history, or a fault whose window the harness cannot vouch for)
+// restart is at, and the window is empty.
+type lossyFault struct {
+	name        string
+	at, restart int64
+	restartAt   int64
+}
+
 type gtp struct {
 	group string
 	tp    TP
@@ -210,7 +221,7 @@ type Checker struct {
 	hws       map[ptp][]hwObs
 	commits   map[gtp][]commitObs
 	committed map[gtp][]commitObs
-	faults    []int64 // seqs of lossy faults
+	faults    []lossyFault
 	finished  bool
 }
 
@@ -299,7 +310,13 @@ func (c *Checker) Add(op Op) {
 	case KindFault:
 		c.res.Summary.Faults++
 		if op.Lossy {
-			c.faults = append(c.faults, op.Seq)
+			c.faults = append(c.faults, lossyFault{name: op.Value, at: op.Seq, restart: op.Seq})
+		}
+	case KindRestart:
+		// The harness injects one fault at a time, so a restart closes the latest lossy
+		// fault, if it names it and nothing closed it yet; other restarts end no window.
+		if n := len(c.faults); n > 0 && c.faults[n-1].name == op.Value && c.faults[n-1].restart == c.faults[n-1].at {
+			c.faults[n-1].restart, c.faults[n-1].restartAt = op.Seq, op.Time.UnixNano()
 		}
 	default:
 		c.violate(VMalformed, "seq %d: unknown kind %q", op.Seq, op.Kind)
@@ -349,7 +366,7 @@ func (c *Checker) addProduce(op Op) {
 	if op.Partition >= 0 {
 		p.tp = tp // the partitioner may pick the partition after the invocation
 	}
-	p.done, p.phase, p.offset, p.err = op.Seq, op.Phase, -1, op.Error
+	p.done, p.doneAt, p.phase, p.offset, p.err = op.Seq, op.Time.UnixNano(), op.Phase, -1, op.Error
 	p.definite = op.Phase == Fail && op.Definite
 	if op.Phase == OK {
 		p.offset = op.Offset
@@ -536,13 +553,19 @@ func (c *Checker) checkReadValue(tp TP, off int64, src source) {
 
 // checkLost judges each lost acknowledged write. Strict and write caching without
 // AllowSuffixLoss: every one is a violation. Acks1: none is. AllowSuffixLoss: a lost write L
-// (acknowledged at offset oL) must be explained by a lossy fault after its acknowledgement,
-// and be part of a clean suffix: no acknowledged write S of the same partition that
-// survived has a higher offset than oL and was acknowledged before the first lossy fault
-// recorded after L's acknowledgement (before the end of the history if the history has no
-// lossy fault markers at all). With no markers this is the rule "every lost acknowledged
-// write is above every surviving one"; the markers let writes made after a power loss reuse
-// the offsets it freed.
+// (acknowledged at offset oL) must be explained by a lossy fault F, and be part of a clean
+// suffix: no acknowledged write of the same partition that survived has a higher offset
+// than oL and was acknowledged before F's marker. F is the first lossy fault whose window
+// had not closed when L was acknowledged. The window runs from the fault's marker (once its
+// brokers are all down) to the Time of its restart marker (when the first of them could run
+// a partition replica again; empty when there is no restart marker). Inside it no partition
+// has a majority of its replicas up, so a write acknowledged there was majority-replicated
+// before the cut, on a report delivered late: it is exposed to F like one acknowledged
+// before F's marker, and must have been sent before that marker, else it is lost with no
+// fault to explain it. Dating the exposure from the send instead would excuse a write
+// retried across a fault and acknowledged by a new leader after it.
+// With no markers at all the rule is "every lost acknowledged write is above every
+// surviving one"; the markers let writes made after a power loss reuse the offsets it freed.
 func (c *Checker) checkLost(lost []*prod, acked map[TP][]*prod) {
 	sort.Slice(lost, func(i, j int) bool { return lost[i].done < lost[j].done })
 	if c.opts.Mode == Acks1 {
@@ -584,12 +607,21 @@ func (c *Checker) checkLost(lost []*prod, acked map[TP][]*prod) {
 	for _, p := range lost {
 		cut := int64(1<<62 - 1)
 		if len(c.faults) > 0 {
-			i := sort.Search(len(c.faults), func(i int) bool { return c.faults[i] > p.done })
+			i := sort.Search(len(c.faults), func(i int) bool { return c.faults[i].restart > p.done })
+			if i < len(c.faults) && p.done > c.faults[i].at && p.doneAt >= c.faults[i].restartAt {
+				i++ // recorded before the restart marker, but acknowledged after the window
+			}
 			if i == len(c.faults) {
 				c.violate(VLost, "%s: value %q acknowledged at offset %d (seq %d) is lost, and no lossy fault came after its acknowledgement", p.tp, p.value, p.offset, p.done)
 				continue
 			}
-			cut = c.faults[i]
+			f := c.faults[i]
+			if p.done > f.at && p.inv > f.at {
+				c.violate(VLost, "%s: value %q sent (seq %d) and acknowledged at offset %d (seq %d) while fault %q (seq %d to its restart at seq %d) had a majority down is lost",
+					p.tp, p.value, p.inv, p.offset, p.done, f.name, f.at, f.restart)
+				continue
+			}
+			cut = f.at
 		}
 		ss := survivors[p.tp]
 		n := sort.Search(len(ss), func(i int) bool { return ss[i].done >= cut })

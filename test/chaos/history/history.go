@@ -34,6 +34,13 @@ const (
 	// KindFault marks a fault injected by the harness (Value names it). Lossy marks a fault
 	// that may legally lose acknowledged writes in the mode (a majority power loss).
 	KindFault Kind = "fault"
+	// KindRestart closes the window of the lossy fault Value names: its Time is the first
+	// moment a broker that fault took down could run a partition replica again. From the
+	// fault's marker until then no partition has a majority of its replicas running, so no
+	// write can become majority-replicated in between (see Checker.checkLost). The harness
+	// records it once those brokers are up again, so its Time may precede the Time of
+	// entries just before it.
+	KindRestart Kind = "restart"
 )
 
 // Phase is where an operation is in its life.
@@ -211,6 +218,17 @@ func (r *Recorder) Fault(name string, lossy bool) Op {
 	op := NewOp("nemesis", KindFault, "", -1)
 	op.Value = name
 	op.Lossy = lossy
+	return r.Observe(op)
+}
+
+// Restart records that the brokers of the lossy fault recorded as name could run partition
+// replicas again from time up (see KindRestart). Record it once they are up, with up no
+// later than the first moment any of them could: a write acknowledged before up is then
+// never wrongly judged to have been replicated before the fault.
+func (r *Recorder) Restart(name string, up time.Time) Op {
+	op := NewOp("nemesis", KindRestart, "", -1)
+	op.Value = name
+	op.Time = up
 	return r.Observe(op)
 }
 
