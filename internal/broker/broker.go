@@ -60,6 +60,9 @@ type Config struct {
 	// DisableForwarding stops this broker forwarding produce requests for partitions it
 	// does not lead; they are answered NOT_LEADER_OR_FOLLOWER instead.
 	DisableForwarding bool
+	// ReplicaLagMax is replica.lag.time.max.ms, the ISR's lag window of the partitions this
+	// broker leads; 0 is partition.DefaultReplicaLagMax.
+	ReplicaLagMax time.Duration
 }
 
 // rpcClusterName is the deployment name every broker presents in the rpc handshake (see
@@ -676,6 +679,9 @@ func (b *Broker) NodeConfigValues() map[string]string {
 	}
 	if len(c.Seeds) > 0 {
 		v["seeds"] = strings.Join(c.Seeds, ",")
+	}
+	if c.ReplicaLagMax > 0 {
+		v[config.NodeReplicaLagTimeMaxMs] = strconv.FormatInt(c.ReplicaLagMax.Milliseconds(), 10)
 	}
 	return v
 }

@@ -65,6 +65,7 @@ const (
 	NodeRack                = "rack"
 	NodeRPCAddr             = "rpc.addr"
 	NodeProduceForwarding   = "produce.forwarding"
+	NodeReplicaLagTimeMaxMs = "replica.lag.time.max.ms"
 	NodeSeeds               = "seeds"
 )
 

@@ -10,9 +10,9 @@ import (
 // leader's log, for admission (an acks=all produce needs enough of them before it is
 // appended) and completion (enough of them must hold the batch before it is acknowledged).
 
-// replicaLagMax is replica.lag.time.max.ms: a voter that has not held the leader's whole
-// log for this long drops out of the ISR.
-const replicaLagMax = 30 * time.Second
+// DefaultReplicaLagMax is replica.lag.time.max.ms's default: a voter that has not held the
+// leader's whole log for this long drops out of the ISR (Options.ReplicaLagMax sets it).
+const DefaultReplicaLagMax = 30 * time.Second
 
 // heldBy is the last index a voter holds in the sense of DESIGN.md §3: flushed, or
 // written where write caching is on.
@@ -66,7 +66,7 @@ func (p *Partition) isrLocked(now time.Time) []uint64 {
 		// Caught up within the window; or holding the whole log now, which an idle
 		// partition's followers do without any event refreshing caughtUp (as long as
 		// their broker is heard from).
-		if now.Sub(p.caughtUp[v]) <= replicaLagMax || (held >= p.leaderEnd && p.host.PeerLive(v)) {
+		if now.Sub(p.caughtUp[v]) <= p.lagMax || (held >= p.leaderEnd && p.host.PeerLive(v)) {
 			isr = append(isr, v)
 		}
 	}

@@ -43,8 +43,11 @@ type Options struct {
 	// Racks are the brokers' declared racks, for min.insync.racks (SetRacks changes them).
 	Racks  Racks
 	Logger *slog.Logger
-	// Clock, if set, is the time the ISR's lag window (replica.lag.time.max.ms) is measured
-	// on, instead of the wall clock: a deterministic test's manual clock.
+	// ReplicaLagMax is the ISR's lag window (replica.lag.time.max.ms): a voter that has not
+	// held the leader's whole log for this long leaves the ISR. 0 is DefaultReplicaLagMax.
+	ReplicaLagMax time.Duration
+	// Clock, if set, is the time the ISR's lag window is measured on, instead of the wall
+	// clock: a deterministic test's manual clock.
 	Clock func() time.Time
 	// OnRoleChange, if set, is called (from the replica's own goroutine; it must not block)
 	// when the replica's role, leader or term changes.
@@ -66,6 +69,8 @@ type Partition struct {
 	racks atomic.Pointer[Racks]
 	lg    *slog.Logger
 	now   func() time.Time // the ISR's clock (Options.Clock)
+	// lagMax is the ISR's lag window (Options.ReplicaLagMax), fixed for the replica's life.
+	lagMax time.Duration
 
 	// appendMu serializes appends with the producer-state checks that precede them, so a
 	// sequence check and the append it admits are one step.
@@ -116,8 +121,13 @@ func Open(opts Options) (*Partition, error) {
 	if now == nil {
 		now = time.Now
 	}
+	lagMax := opts.ReplicaLagMax
+	if lagMax <= 0 {
+		lagMax = DefaultReplicaLagMax
+	}
 	p := &Partition{
 		now:       now,
+		lagMax:    lagMax,
 		topic:     opts.Topic,
 		id:        opts.Partition,
 		ls:        opts.Storage,
