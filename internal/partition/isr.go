@@ -27,7 +27,10 @@ func heldBy(pp raft.PeerProgress, writeCaching bool) uint64 {
 // leader's whole log (ending at leaderEnd) at now. It runs after p.progress and p.voters
 // took the refreshed values and before p.bounds does, so a change of leadership can be
 // told from the previous boundaries: every voter then starts with the full lag window,
-// since the old leader's view of them says nothing about this leadership.
+// since the old leader's view of them says nothing about this leadership. A voter counts
+// as caught up only while its broker is heard from: a dead follower of an idle partition
+// still holds the whole log, and would otherwise never leave the ISR (as in Kafka, where
+// a follower that stops fetching leaves it after replica.lag.time.max.ms).
 func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.Time) {
 	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
 		clear(p.caughtUp)
@@ -38,7 +41,7 @@ func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.
 	}
 	writeCaching := p.cfg.Load().WriteCaching
 	for _, v := range p.voters {
-		if _, ok := p.caughtUp[v]; !ok || heldBy(p.progress[v], writeCaching) >= leaderEnd {
+		if _, ok := p.caughtUp[v]; !ok || (heldBy(p.progress[v], writeCaching) >= leaderEnd && p.host.PeerLive(v)) {
 			p.caughtUp[v] = now
 		}
 	}
