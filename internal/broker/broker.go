@@ -127,6 +127,9 @@ type Broker struct {
 	shards  map[int32]bool // __consumer_offsets partitions the coordinator serves
 
 	reconcileMu sync.Mutex // one reconcile at a time
+	// rackShort is, under reconcileMu, the topics last warned of as short of their
+	// min.insync.racks, with what was said (see warnRackShortfalls).
+	rackShort map[string]string
 
 	pidMu   sync.Mutex // producer ids from the controller's blocks
 	pidNext int64

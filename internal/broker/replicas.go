@@ -94,6 +94,7 @@ func (b *Broker) reconcile() error {
 		byName[topics[i].Name] = &topics[i]
 	}
 	b.topics.Store(&byName)
+	b.warnRackShortfalls(st)
 	for _, t := range topics {
 		cfg := config.ResolveTopic(t.Configs, cluster)
 		for p, reps := range t.Assignment {
