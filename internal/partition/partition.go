@@ -154,10 +154,11 @@ func Open(opts Options) (*Partition, error) {
 	}
 	p.bounds = Boundaries{LogStart: p.log.LogStartOffset(), LogEnd: p.log.LogEndOffset(), Flushed: p.log.FlushedOffset()}
 	err := opts.Host.AddGroup(opts.Group, raft.GroupConfig{
-		Storage:    opts.Storage,
-		Bootstrap:  &raftpb.ConfState{Voters: voters},
-		OnChange:   p.signal,
-		FlushDelay: p.flushDelay,
+		Storage:      opts.Storage,
+		Bootstrap:    &raftpb.ConfState{Voters: voters},
+		OnChange:     p.signal,
+		FlushDelay:   p.flushDelay,
+		ShareVisible: func() bool { return p.cfg.Load().WriteCaching },
 	})
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@
 //     lifecycle and state; proposal.go and control.go: the calls into a group; schedule.go:
 //     the queues, workers and ticker; ready.go: ready handling and applying; flush.go:
 //     group commit and write caching; outbox.go: per-peer batching of outbound traffic;
-//     status.go);
+//     visible.go: a leader's visible index told to its followers; status.go);
 //   - the written-index tracking behind the majority-replicated boundary, whose rule is
 //     pure functions (majority.go), and the coalesced heartbeats and quiescence of idle
 //     groups (quiesce.go).

@@ -29,6 +29,11 @@ type GroupConfig struct {
 	// wait (or sooner, when more is appended). Flushes that carry a new term or vote, or
 	// a vote response, are never delayed. nil: flush as soon as possible.
 	FlushDelay func(unflushedBytes int64, waited time.Duration) time.Duration
+	// ShareVisible, if set, says whether the leader tells its followers its visible index
+	// (visible.go): where that may be above the commit, as under write caching. It is
+	// asked once per leader round. nil: never, and followers' Status.LeaderVisible is
+	// their commit.
+	ShareVisible func() bool
 }
 
 // AddGroup starts a replica of group id on this host.
@@ -66,7 +71,8 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 	if err != nil {
 		return err
 	}
-	g := &group{id: id, h: h, ls: ls, apply: cfg.Apply, onChange: cfg.OnChange, flushDelay: cfg.FlushDelay, rn: rn,
+	g := &group{id: id, h: h, ls: ls, apply: cfg.Apply, onChange: cfg.OnChange, flushDelay: cfg.FlushDelay,
+		shareVisible: cfg.ShareVisible, rn: rn,
 		written: map[uint64]uint64{}, acked: ackMap{}}
 	g.applied = ls.ConfIndex()
 	g.refreshStatus()
@@ -127,13 +133,14 @@ func (h *Host) group(id uint64) (*group, error) {
 }
 
 type group struct {
-	id         uint64
-	h          *Host
-	ls         *LogStorage
-	apply      ApplyFunc
-	onChange   func()
-	flushDelay func(int64, time.Duration) time.Duration
-	pos        int // in h.list, guarded by h.mu
+	id           uint64
+	h            *Host
+	ls           *LogStorage
+	apply        ApplyFunc
+	onChange     func()
+	flushDelay   func(int64, time.Duration) time.Duration
+	shareVisible func() bool
+	pos          int // in h.list, guarded by h.mu
 
 	sched  atomic.Int32 // 0 idle, 1 queued or running, 2 running and queued again
 	fsched atomic.Int32 // the same for the flush queue
@@ -154,6 +161,7 @@ type group struct {
 	inMsgs    []*pb.Message
 	inLocal   []*pb.Message
 	inWritten []fromWritten
+	inVisible []fromVisible
 	inProps   []*Proposal
 	inCtl     []func(*etcdraft.RawNode)
 
@@ -184,8 +192,13 @@ type group struct {
 	waiting    []*Proposal // proposed, not yet appended
 	props      []*Proposal // appended, ascending index
 	needMaj    bool
-	idle       int      // ticks the leader has been idle (quiesce.go)
-	peerIDs    []uint64 // the other members
+	// visSent (leader) is the visible index last reported to each peer; visReport
+	// (follower) the largest report of this term from its leader (visible.go). Both are
+	// reset when the term or the role changes.
+	visSent   map[uint64]uint64
+	visReport uint64
+	idle      int      // ticks the leader has been idle (quiesce.go)
+	peerIDs   []uint64 // the other members
 }
 
 type appendRec struct {
@@ -208,7 +221,7 @@ func (g *group) shutdown(err error) {
 	g.props = nil
 	g.inMu.Lock()
 	props, ctl := g.inProps, g.inCtl
-	g.inProps, g.inMsgs, g.inLocal, g.inWritten, g.inCtl = nil, nil, nil, nil, nil
+	g.inProps, g.inMsgs, g.inLocal, g.inWritten, g.inVisible, g.inCtl = nil, nil, nil, nil, nil, nil
 	g.inMu.Unlock()
 	for _, p := range props {
 		p.fail(err)
@@ -218,13 +231,16 @@ func (g *group) shutdown(err error) {
 	}
 }
 
-// refreshStatus caches the term, role and leader; a change resets the written reports.
+// refreshStatus caches the term, role and leader; a change resets the written and visible
+// reports.
 func (g *group) refreshStatus() {
 	bs := g.rn.BasicStatus()
 	term, state := bs.GetTerm(), bs.RaftState
 	if term != g.term || state != g.state {
 		clear(g.written)
 		g.majority = 0
+		clear(g.visSent)
+		g.visReport = 0
 		g.needMaj = true
 		if state == etcdraft.StateLeader && g.state != etcdraft.StateLeader {
 			g.conf = g.rn.Status().Config.Voters

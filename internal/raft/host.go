@@ -89,11 +89,14 @@ type WrittenReport struct {
 }
 
 // Batch is what one host sends another in one go: raft messages of any number of groups
-// and host-level written reports (at most one per group).
+// and host-level written and visible reports (at most one of each per group).
 type Batch struct {
 	From     uint64
 	Messages []GroupMessage
 	Written  []WrittenReport
+	// Visible are a leader's reports of its visible index (visible.go), at most one per
+	// group. raftrpc sends them as a message of their own type.
+	Visible []VisibleReport
 	// Heartbeat, if set, is the sender's coalesced liveness heartbeat (see quiesce.go).
 	// Any batch shows the receiver that the sender is alive.
 	Heartbeat *HostHeartbeat
@@ -291,6 +294,14 @@ func (h *Host) Step(b *Batch) {
 		if g := h.groups[r.Group]; g != nil {
 			g.inMu.Lock()
 			g.inWritten = append(g.inWritten, fromWritten{b.From, r})
+			g.inMu.Unlock()
+			h.enqueue(g)
+		}
+	}
+	for _, r := range b.Visible {
+		if g := h.groups[r.Group]; g != nil {
+			g.inMu.Lock()
+			g.inVisible = append(g.inVisible, fromVisible{b.From, r})
 			g.inMu.Unlock()
 			h.enqueue(g)
 		}

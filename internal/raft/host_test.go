@@ -31,11 +31,12 @@ type testNet struct {
 	rng      *rand.Rand     // for dropRate
 	batches  map[uint64]int // batches delivered, by sender
 	msgs     map[uint64]int // raft messages delivered, by sender
+	visible  map[uint64]int // visible reports delivered, by sender
 }
 
 func newTestNet() *testNet {
 	return &testNet{hosts: map[uint64]*Host{}, isolated: map[uint64]bool{},
-		batches: map[uint64]int{}, msgs: map[uint64]int{}}
+		batches: map[uint64]int{}, msgs: map[uint64]int{}, visible: map[uint64]int{}}
 }
 
 type netSender struct {
@@ -53,6 +54,7 @@ func (s netSender) Send(to uint64, b *Batch) {
 	if h != nil && !cut {
 		s.n.batches[s.from]++
 		s.n.msgs[s.from] += len(b.Messages)
+		s.n.visible[s.from] += len(b.Visible)
 	}
 	s.n.mu.Unlock()
 	if h == nil || cut {
@@ -63,7 +65,8 @@ func (s netSender) Send(to uint64, b *Batch) {
 
 // cloneBatch copies b deeply, as a wire would: the receiver shares nothing with the sender.
 func cloneBatch(b *Batch) *Batch {
-	c := &Batch{From: b.From, Written: append([]WrittenReport(nil), b.Written...)}
+	c := &Batch{From: b.From, Written: append([]WrittenReport(nil), b.Written...),
+		Visible: append([]VisibleReport(nil), b.Visible...)}
 	if b.Heartbeat != nil {
 		c.Heartbeat = &HostHeartbeat{Quiesced: append([]QuiescedGroup(nil), b.Heartbeat.Quiesced...)}
 	}
@@ -143,6 +146,8 @@ type hostCluster struct {
 	tick   time.Duration
 	voters []uint64
 	reads  map[uint64]*atomic.Int64 // segment file reads per host
+	// shareVisible is what every group's ShareVisible says (false unless a test sets it).
+	shareVisible atomic.Bool
 }
 
 func newHostCluster(t *testing.T, nodes, groups int) *hostCluster {
@@ -187,7 +192,7 @@ func (c *hostCluster) start(id uint64) {
 			t.Fatal(err)
 		}
 		c.ls[[2]uint64{id, g}] = ls
-		if err := h.AddGroup(g, GroupConfig{Storage: ls, Bootstrap: &pb.ConfState{Voters: c.voters}}); err != nil {
+		if err := h.AddGroup(g, GroupConfig{Storage: ls, Bootstrap: &pb.ConfState{Voters: c.voters}, ShareVisible: c.shareVisible.Load}); err != nil {
 			t.Fatal(err)
 		}
 	}

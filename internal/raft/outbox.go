@@ -4,8 +4,8 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// outbox gathers one round's traffic per peer; written reports are coalesced to the
-// largest per group.
+// outbox gathers one round's traffic per peer; written and visible reports are coalesced
+// to the largest per group.
 type outbox struct {
 	h     *Host
 	peers map[uint64]*pendingBatch
@@ -14,6 +14,7 @@ type outbox struct {
 type pendingBatch struct {
 	b       *Batch
 	written map[uint64]int // group → position in b.Written
+	visible map[uint64]int // group → position in b.Visible
 }
 
 func newOutbox(h *Host) *outbox { return &outbox{h: h, peers: map[uint64]*pendingBatch{}} }
@@ -21,7 +22,7 @@ func newOutbox(h *Host) *outbox { return &outbox{h: h, peers: map[uint64]*pendin
 func (o *outbox) peer(to uint64) *pendingBatch {
 	pb := o.peers[to]
 	if pb == nil {
-		pb = &pendingBatch{written: map[uint64]int{}}
+		pb = &pendingBatch{written: map[uint64]int{}, visible: map[uint64]int{}}
 		o.peers[to] = pb
 	}
 	if pb.b == nil {
@@ -35,17 +36,37 @@ func (o *outbox) addMsg(to, group uint64, m *pb.Message) {
 	p.b.Messages = append(p.b.Messages, GroupMessage{Group: group, Msg: m})
 }
 
+// sending reports whether the round sends peer to anything so far.
+func (o *outbox) sending(to uint64) bool {
+	p := o.peers[to]
+	return p != nil && p.b != nil
+}
+
 func (o *outbox) addWritten(to uint64, r WrittenReport) {
 	p := o.peer(to)
-	if i, ok := p.written[r.Group]; ok {
-		w := &p.b.Written[i]
-		if r.Term > w.Term || (r.Term == w.Term && r.Index > w.Index) {
-			*w = r
+	p.b.Written = coalesce(p.written, p.b.Written, r)
+}
+
+func (o *outbox) addVisible(to uint64, r VisibleReport) {
+	p := o.peer(to)
+	p.b.Visible = coalesce(p.visible, p.b.Visible, r)
+}
+
+// report is what written and visible reports are made of.
+type report = struct{ Group, Term, Index uint64 }
+
+// coalesce adds r to list, whose positions by group are at, keeping one report per group:
+// the one of the larger term, then of the larger index.
+func coalesce[R ~report](at map[uint64]int, list []R, r R) []R {
+	nr := report(r)
+	if i, ok := at[nr.Group]; ok {
+		if cur := report(list[i]); nr.Term > cur.Term || (nr.Term == cur.Term && nr.Index > cur.Index) {
+			list[i] = r
 		}
-		return
+		return list
 	}
-	p.written[r.Group] = len(p.b.Written)
-	p.b.Written = append(p.b.Written, r)
+	at[nr.Group] = len(list)
+	return append(list, r)
 }
 
 func (o *outbox) flush() {
@@ -56,6 +77,7 @@ func (o *outbox) flush() {
 		b := p.b
 		p.b = nil
 		clear(p.written)
+		clear(p.visible)
 		if o.h.opts.Transport != nil {
 			o.h.opts.Transport.Send(to, b)
 		}

@@ -52,7 +52,8 @@ func (c *hostCluster) waitQuiesced(timeout time.Duration) {
 }
 
 // Idle replicated groups quiesce, and then cost next to nothing: 3 hosts, 2,000 groups
-// (CAIRN_IDLE_GROUPS overrides), default 100ms tick; the figure is per host.
+// (CAIRN_IDLE_GROUPS overrides), default 100ms tick; the figure is per host. The groups
+// share their visible index, as under write caching: flushed and idle, they report none.
 func TestHostQuiescedIdleCost(t *testing.T) {
 	checkLeaks(t)
 	n := 2000
@@ -63,6 +64,7 @@ func TestHostQuiescedIdleCost(t *testing.T) {
 		n = min(n, 300)
 	}
 	c := newHostClusterTick(t, 3, n, 100*time.Millisecond)
+	c.shareVisible.Store(true)
 	for _, g := range c.groups {
 		if err := c.hosts[1+g%3].Campaign(g); err != nil {
 			t.Fatal(err)
@@ -210,10 +212,12 @@ func TestHostQuiescedFollowerPartitionHeals(t *testing.T) {
 }
 
 // Once every group is quiesced, the only traffic between two hosts is one batch per tick
-// (the coalesced heartbeat): no raft message at all.
+// (the coalesced heartbeat): no raft message at all, and no visible report though the
+// groups share them.
 func TestHostQuiescedOneBatchPerPeerPerTick(t *testing.T) {
 	checkLeaks(t)
 	c := newHostClusterTick(t, 3, 60, 20*time.Millisecond)
+	c.shareVisible.Store(true)
 	for _, g := range c.groups {
 		if err := c.hosts[1+g%3].Campaign(g); err != nil {
 			t.Fatal(err)
@@ -221,21 +225,21 @@ func TestHostQuiescedOneBatchPerPeerPerTick(t *testing.T) {
 	}
 	c.waitLeaders(10 * time.Second)
 	c.waitQuiesced(10 * time.Second)
-	counts := func() (b, m map[uint64]int, ticks map[uint64]uint64) {
+	counts := func() (b, m, v map[uint64]int, ticks map[uint64]uint64) {
 		c.net.mu.Lock()
 		defer c.net.mu.Unlock()
-		b, m, ticks = map[uint64]int{}, map[uint64]int{}, map[uint64]uint64{}
+		b, m, v, ticks = map[uint64]int{}, map[uint64]int{}, map[uint64]int{}, map[uint64]uint64{}
 		for _, id := range c.ids {
-			b[id], m[id], ticks[id] = c.net.batches[id], c.net.msgs[id], c.hosts[id].ticks.Load()
+			b[id], m[id], v[id], ticks[id] = c.net.batches[id], c.net.msgs[id], c.net.visible[id], c.hosts[id].ticks.Load()
 		}
 		return
 	}
-	b0, m0, t0 := counts()
+	b0, m0, v0, t0 := counts()
 	waitFor(t, 10*time.Second, "20 ticks", func() bool { return c.hosts[1].ticks.Load() >= t0[1]+20 })
-	b1, m1, t1 := counts()
+	b1, m1, v1, t1 := counts()
 	for _, id := range c.ids {
-		if m1[id] != m0[id] {
-			t.Errorf("host %d sent %d raft messages while quiesced", id, m1[id]-m0[id])
+		if m1[id] != m0[id] || v1[id] != v0[id] {
+			t.Errorf("host %d sent %d raft messages and %d visible reports while quiesced", id, m1[id]-m0[id], v1[id]-v0[id])
 		}
 		ticks := int(t1[id] - t0[id])
 		peers := len(c.ids) - 1

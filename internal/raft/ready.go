@@ -19,8 +19,8 @@ const maxReadyPerRun = 8
 // still has work.
 func (h *Host) process(g *group, ob *outbox) bool {
 	g.inMu.Lock()
-	msgs, local, written, props, ctl := g.inMsgs, g.inLocal, g.inWritten, g.inProps, g.inCtl
-	g.inMsgs, g.inLocal, g.inWritten, g.inProps, g.inCtl = nil, nil, nil, nil, nil
+	msgs, local, written, visible, props, ctl := g.inMsgs, g.inLocal, g.inWritten, g.inVisible, g.inProps, g.inCtl
+	g.inMsgs, g.inLocal, g.inWritten, g.inVisible, g.inProps, g.inCtl = nil, nil, nil, nil, nil, nil
 	g.inMu.Unlock()
 
 	g.mu.Lock()
@@ -61,6 +61,9 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	for _, r := range written {
 		g.onWritten(r)
 	}
+	for _, r := range visible {
+		g.onVisible(r)
+	}
 	for _, p := range props {
 		if g.state != etcdraft.StateLeader || (p.inTerm != 0 && p.inTerm != g.term) {
 			p.fail(ErrNotLeader)
@@ -88,6 +91,7 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	if g.needMaj {
 		g.updateMajority()
 	}
+	g.reportVisible(ob)
 	return false
 }
 
@@ -125,6 +129,9 @@ func (h *Host) handleReady(g *group, ob *outbox) error {
 			steps = append(steps, m.GetResponses()...)
 		default:
 			ob.addMsg(m.GetTo(), g.id, m)
+			if m.GetType() == pb.MsgHeartbeat {
+				g.heartbeatSent(m.GetTo())
+			}
 		}
 	}
 	for _, m := range steps {

@@ -31,17 +31,22 @@ type script struct {
 	voters []uint64
 	// flushDelay is the write-caching policy's hold (0: strict, every append flushed at once).
 	flushDelay time.Duration
-	ls         map[uint64]*raft.LogStorage
-	props      map[string]*raft.Proposal
-	names      []string // proposal names, in the order proposed
+	// shareVisible is what the groups' ShareVisible says.
+	shareVisible bool
+	ls           map[uint64]*raft.LogStorage
+	props        map[string]*raft.Proposal
+	names        []string // proposal names, in the order proposed
 }
 
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
 var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
-	// add-hosts N [voters=1,2,3] [write-caching=DURATION]: a new scenario of N hosts
-	// (voters: all); with write-caching, appends wait that long before their fsync.
+	// add-hosts N [voters=1,2,3] [write-caching=DURATION] [share-visible=BOOL]
+	// [show-visible]: a new scenario of N hosts (voters: all); with write-caching, appends
+	// wait that long before their fsync; share-visible is the groups' ShareVisible (as the
+	// partition's: write caching, unless given); with show-visible, deliver names the
+	// leaders' visible reports.
 	"add-hosts": func(s *script, td *datadriven.TestData) string {
-		n := rafttest.HostCount(s.t, td)
+		n := rafttest.HostCount(s.t, td, "show-visible")
 		var delay time.Duration
 		mode := "strict"
 		if a, ok := td.Arg("write-caching"); ok {
@@ -55,7 +60,13 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		if a, ok := td.Arg("voters"); ok {
 			voters = rafttest.ParseIDs(s.t, a.Vals)
 		}
+		s.shareVisible = delay > 0
+		if td.HasArg("share-visible") {
+			td.ScanArgs(s.t, "share-visible", &s.shareVisible)
+			mode += fmt.Sprintf(", share-visible=%v", s.shareVisible)
+		}
 		s.reset(n, voters, delay)
+		s.d.ShowVisible(td.HasArg("show-visible"))
 		return fmt.Sprintf("%d hosts, voters %v, %s", n, s.voters, mode)
 	},
 	// campaign H: host H campaigns (handled at the next ready round).
@@ -131,6 +142,15 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	}),
 	// status [H...]: each host's role and boundaries.
 	"status": eachHost((*script).status),
+	// visible [H...]: what each host may serve (Status.LeaderVisible), beside its log end
+	// and commit.
+	"visible": eachHost(func(s *script, id uint64) string {
+		st, err := s.d.Host(id).Status(scriptGroup)
+		if err != nil {
+			return fmt.Sprintf("%d: %v", id, err)
+		}
+		return fmt.Sprintf("%d: term=%d log-end=%d committed=%d leader-visible=%d", id, st.Term, st.LogEnd, st.Committed, st.LeaderVisible)
+	}),
 	// hard-state [H...]: the HardState each host has persisted.
 	"hard-state": eachHost(func(s *script, id uint64) string {
 		term, vote, commit := s.ls[id].HardState()
@@ -183,6 +203,8 @@ func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 
 func (s *script) addGroup(id uint64) {
 	cfg := raft.GroupConfig{Storage: s.ls[id], Bootstrap: &pb.ConfState{Voters: s.voters}}
+	share := s.shareVisible
+	cfg.ShareVisible = func() bool { return share }
 	if wait := s.flushDelay; wait > 0 {
 		cfg.FlushDelay = func(_ int64, waited time.Duration) time.Duration { return wait - waited }
 	}

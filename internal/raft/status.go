@@ -22,6 +22,12 @@ type Status struct {
 	MajorityReplicated uint64
 	// Committed is raft's commit index (flush-aware, see the host documentation).
 	Committed uint64
+	// LeaderVisible is the highest index this replica holds that its leader has reported
+	// majority replicated (or committed) in the current term, never above its own log end
+	// and never below Committed (visible.go): what a follower may serve. On a leader it is
+	// MajorityReplicated; on a replica with no leader, or of a group that does not share
+	// its visible index (GroupConfig.ShareVisible), Committed.
+	LeaderVisible uint64
 	// Applied is the last index handed to the ApplyFunc.
 	Applied uint64
 	// Voters and VotersOutgoing are the configuration this replica knows (outgoing: the
@@ -55,8 +61,13 @@ func (h *Host) Status(id uint64) (Status, error) {
 		Flushed: g.ls.FlushedIndex(), Committed: bs.GetCommit(), Applied: g.applied,
 		Flushes: g.flushes.Load(),
 	}
+	st.LeaderVisible = st.Committed
+	if bs.RaftState == etcdraft.StateFollower {
+		st.LeaderVisible = g.followerVisible(st.Committed)
+	}
 	if bs.RaftState == etcdraft.StateLeader {
 		st.MajorityReplicated = max(g.majority, st.Committed)
+		st.LeaderVisible = st.MajorityReplicated
 		st.Progress = make(map[uint64]PeerProgress, len(g.peerIDs)+1)
 		g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
 			pp := PeerProgress{Match: pr.Match, Written: max(pr.Match, g.written[id])}

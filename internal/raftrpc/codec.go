@@ -36,10 +36,16 @@ func RaftID(id int32) (uint64, bool) {
 	return uint64(id), true
 }
 
-// EncodeBatch encodes b's messages and written reports (not From: the rpc frame carries the
-// sender) into a fresh payload.
+// EncodeBatch encodes b's messages, written reports and heartbeat (not From: the rpc frame
+// carries the sender; not Visible: see EncodeVisible) into a fresh payload.
 func EncodeBatch(b *raft.Batch) ([]byte, error) {
-	size := 1 + binary.MaxVarintLen64*3 + len(b.Written)*3*binary.MaxVarintLen64
+	return encodeBatch(b, 0)
+}
+
+// encodeBatch is EncodeBatch with room for spare more bytes after the payload, so that the
+// visible reports that go with it share its allocation (Sender.send).
+func encodeBatch(b *raft.Batch, spare int) ([]byte, error) {
+	size := spare + 1 + binary.MaxVarintLen64*3 + len(b.Written)*3*binary.MaxVarintLen64
 	if b.Heartbeat != nil {
 		// Exactly: a listing holds thousands of groups on a busy host, every tick.
 		for _, q := range b.Heartbeat.Quiesced {

@@ -90,9 +90,10 @@ func sameBatch(t testing.TB, got, want *raft.Batch) {
 // encoding must then carry it too, or it is silently lost between hosts.
 func TestBatchFieldsEncoded(t *testing.T) {
 	for typ, want := range map[reflect.Type][]string{
-		reflect.TypeFor[raft.Batch]():         {"From", "Messages", "Written", "Heartbeat"},
+		reflect.TypeFor[raft.Batch]():         {"From", "Messages", "Written", "Visible", "Heartbeat"},
 		reflect.TypeFor[raft.GroupMessage]():  {"Group", "Msg"},
 		reflect.TypeFor[raft.WrittenReport](): {"Group", "Term", "Index"},
+		reflect.TypeFor[raft.VisibleReport](): {"Group", "Term", "Index"},
 		reflect.TypeFor[raft.HostHeartbeat](): {"Quiesced"},
 		reflect.TypeFor[raft.QuiescedGroup](): {"Group", "Term", "Commit"},
 	} {

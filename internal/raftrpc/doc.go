@@ -1,8 +1,9 @@
 // Package raftrpc adapts the multi-raft Host (internal/raft) to the inter-broker transport
-// (internal/rpc): it encodes the host's outbound batches as rpc messages of one dedicated
-// type, routes received ones back to the host, and tells the host when a send failed. It
-// owns no raft logic (no stepping, no retries, no quorum: that is internal/raft's) and no
-// network logic (no connections, framing, batching or backpressure: that is internal/rpc's).
+// (internal/rpc): it encodes the host's outbound batches as rpc messages of two dedicated
+// types (raft traffic, and leaders' visible reports), routes received ones back to the host,
+// and tells the host when a send failed. It owns no raft logic (no stepping, no retries, no
+// quorum: that is internal/raft's) and no network logic (no connections, framing, batching
+// or backpressure: that is internal/rpc's).
 //
 // It must never: keep state about groups or peers beyond counters; block the host's
 // workers (Send uses the non-blocking rpc Send and reports failures instead of waiting);
@@ -14,7 +15,8 @@
 // A broker wires one node as: reg := rpc.NewRegistry(logger); tr := rpc.New(opts with Handler
 // reg.Dispatch); h, s := NewHost(tr, hostOptions); Register(reg, h, stats); tr.Start().
 // NewHost builds the host and its Sender together, because each needs the other; Register
-// takes MsgType, raft's entry in the table of internal/rpc/types.go, for the host.
+// takes MsgType and VisibleType, raft's entries in the table of internal/rpc/types.go, for
+// the host.
 //
 // # Node ids
 //
@@ -34,5 +36,21 @@
 //	quiesced = group:uvarint | term:uvarint | commit:uvarint
 //
 // A payload that does not decode exactly (bad version, truncated field, trailing bytes,
-// invalid protobuf) is dropped whole. A new field of raft.Batch needs a new version.
+// invalid protobuf) is dropped whole. A new field of raft.Batch needs a new version, or a
+// message type of its own, as Visible has.
+//
+// # Visible reports (version 1)
+//
+// A batch's Visible (a leader's visible indexes for a follower, see internal/raft's
+// visible.go) travels as a second rpc message, of type VisibleType, right after the batch's
+// own: encoded in the same allocation and queued with it (rpc.Transport.SendAll), so both
+// go in one frame and one write:
+//
+//	payload = version:uint8 (=1) | n:uvarint | n × (group:uvarint | term:uvarint | index:uvarint)
+//
+// A type of its own rather than a new batch version: a broker of the previous release does
+// not know the type, so its registry drops and counts the reports, and the raft batches it
+// does read are unchanged, during a rolling upgrade. A report lost that way, or any other,
+// costs only staleness: the leader repeats it with every heartbeat while it is above the
+// commit, and once the commit catches up the follower's own commit is the bound.
 package raftrpc

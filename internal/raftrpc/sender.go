@@ -63,11 +63,12 @@ func NewHost(t *rpc.Transport, opts raft.HostOptions) (*raft.Host, *Sender) {
 	return h, s
 }
 
-// Register routes the registry's raft messages (MsgType) to host: each is decoded and
-// stepped into host with From set to the sender's authenticated node id, or, if it does not
-// decode or comes from an invalid node id, dropped. stats, if not nil, receives the counters.
+// Register routes the registry's raft messages (MsgType and VisibleType) to host: each is
+// decoded and stepped into host with From set to the sender's authenticated node id, or, if
+// it does not decode or comes from an invalid node id, dropped. stats, if not nil, receives
+// the counters.
 func Register(reg *rpc.Registry, host Stepper, stats *ReceiveStats) error {
-	return reg.Register(handler(host, stats), MsgType)
+	return reg.Register(handler(host, stats), MsgType, VisibleType)
 }
 
 // Stats returns the sender's counters.
@@ -75,36 +76,69 @@ func (s *Sender) Stats() SenderStats {
 	return SenderStats{Sent: s.sent.Load(), Failed: s.failed.Load(), Reported: s.reported.Load()}
 }
 
-// Send encodes b and queues it for peer to without blocking. When the message cannot be
-// queued (backpressure, unknown peer, closed transport), every group with a message in b is
-// told that the peer is unreachable, and a snapshot in b is reported as failed, so that raft
-// probes the peer again instead of waiting.
+// Send encodes b and queues it for peer to without blocking: its raft traffic as one
+// message of MsgType and its visible reports, if any, as one of VisibleType right after it,
+// queued together (rpc.Transport.SendAll) so that they share one frame and one write, and
+// encoded in one allocation. When they cannot be queued (backpressure, unknown peer, closed
+// transport), every group with a message in b is told that the peer is unreachable, and a
+// snapshot in b is reported as failed, so that raft probes the peer again instead of
+// waiting; lost visible reports are repeated with the next heartbeat.
 func (s *Sender) Send(to uint64, b *raft.Batch) {
 	rid, ok := RPCID(to)
 	if !ok {
 		s.fail(to, b)
 		return
 	}
-	s.send(rid, to, b)
+	if len(b.Messages) == 0 && len(b.Written) == 0 && b.Heartbeat == nil {
+		// Not made by the host, which adds reports only to a peer's batch that holds
+		// something else; sent alone all the same.
+		if len(b.Visible) > 0 {
+			s.count(s.t.Send(rid, VisibleType, EncodeVisible(b.Visible)))
+		}
+		return
+	}
+	s.send(rid, to, b, b.Visible)
 }
 
-func (s *Sender) send(rid int32, to uint64, b *raft.Batch) {
-	payload, err := EncodeBatch(b)
+// send queues b's raft traffic, and after it the visible reports (after: a report of a new
+// term is kept only by a follower that has stepped that term's messages).
+func (s *Sender) send(rid int32, to uint64, b *raft.Batch, visible []raft.VisibleReport) {
+	spare := 0
+	if len(visible) > 0 {
+		spare = visibleSize(visible)
+	}
+	buf, err := encodeBatch(b, spare)
 	if err == nil {
-		err = s.t.Send(rid, MsgType, payload)
+		payload := buf[:len(buf):len(buf)]
+		if len(visible) == 0 {
+			err = s.t.Send(rid, MsgType, payload)
+		} else {
+			err = s.t.SendAll(rid, rpc.Message{Type: MsgType, Payload: payload},
+				rpc.Message{Type: VisibleType, Payload: appendVisible(buf[len(buf):len(buf)], visible)})
+		}
+	}
+	if errors.Is(err, rpc.ErrMessageTooLarge) && len(b.Messages) > 1 {
+		// Too large for one rpc message: halve it (the written reports, heartbeat and
+		// visible reports go with the first half).
+		half := len(b.Messages) / 2
+		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[:half], Written: b.Written, Heartbeat: b.Heartbeat}, visible)
+		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[half:]}, nil)
+		return
 	}
 	if err == nil {
 		s.sent.Add(1)
 		return
 	}
-	if errors.Is(err, rpc.ErrMessageTooLarge) && len(b.Messages) > 1 {
-		// Too large for one rpc message: halve it (the written reports and heartbeat go with the first half).
-		half := len(b.Messages) / 2
-		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[:half], Written: b.Written, Heartbeat: b.Heartbeat})
-		s.send(rid, to, &raft.Batch{From: b.From, Messages: b.Messages[half:]})
-		return
-	}
 	s.fail(to, b)
+}
+
+// count counts a send that reports nothing back to the host when it fails.
+func (s *Sender) count(err error) {
+	if err == nil {
+		s.sent.Add(1)
+	} else {
+		s.failed.Add(1)
+	}
 }
 
 func (s *Sender) fail(to uint64, b *raft.Batch) {
@@ -135,15 +169,26 @@ type ReceiveStats struct {
 	Batches, Dropped atomic.Uint64
 }
 
-// handler is the rpc.Handler Register routes MsgType to; the registry gives it no other type.
+// handler is the rpc.Handler Register routes MsgType and VisibleType to; the registry gives
+// it no other type.
 func handler(host Stepper, stats *ReceiveStats) rpc.Handler {
 	if stats == nil {
 		stats = &ReceiveStats{}
 	}
-	return func(from int32, _ uint8, payload []byte) {
+	return func(from int32, msgType uint8, payload []byte) {
 		id, ok := RaftID(from)
 		if !ok {
 			stats.Dropped.Add(1)
+			return
+		}
+		if msgType == VisibleType {
+			reports, err := DecodeVisible(payload)
+			if err != nil {
+				stats.Dropped.Add(1)
+				return
+			}
+			stats.Batches.Add(1)
+			host.Step(&raft.Batch{From: id, Visible: reports})
 			return
 		}
 		scratch := quiescedPool.Get().(*[]raft.QuiescedGroup)

@@ -195,9 +195,9 @@ func TestHandlerDropsGarbage(t *testing.T) {
 	}
 	h(3, MsgType, []byte{wireVersion, 1, 1, 5, 0xff}) // truncated
 	h(3, MsgType, nil)
-	h(0, MsgType, good)       // not a node id
-	h(-4, MsgType, good)      // not a node id
-	h(3, MsgType+1, []byte{}) // another message type: not ours, not counted
+	h(0, MsgType, good)            // not a node id
+	h(-4, MsgType, good)           // not a node id
+	h(3, rpc.MsgLeaders, []byte{}) // another message type: not ours, not counted
 	if len(f.batches) != 0 || stats.Dropped.Load() != 4 || stats.Batches.Load() != 0 || reg.Dropped() != 1 {
 		t.Fatalf("stepped %d, stats %d/%d, registry dropped %d", len(f.batches), stats.Batches.Load(), stats.Dropped.Load(), reg.Dropped())
 	}

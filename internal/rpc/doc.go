@@ -78,4 +78,6 @@
 // heartbeat.go holds a coalescer of per-group heartbeats into one message per peer and tick.
 // Nothing uses it at present: the raft host sends each peer host one HostHeartbeat per tick
 // of its own (internal/raft/quiesce.go), inside the raft batch that internal/raftrpc carries.
+// Leaders' visible reports (internal/raft/visible.go) go as messages of their own type beside
+// those batches, not inside them.
 package rpc

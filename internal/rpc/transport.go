@@ -251,6 +251,27 @@ func (t *Transport) Send(to int32, msgType uint8, payload []byte) error {
 	return err
 }
 
+// SendAll is Send of several messages queued together, in order, all or none: the writer
+// takes them into one batch, so they share one frame and one write call unless together
+// they exceed Options.MaxBatchBytes. A message that rides along with another, as a raft
+// batch's visible reports do (internal/raftrpc), thus costs no write of its own.
+func (t *Transport) SendAll(to int32, msgs ...Message) error {
+	size := 0
+	for _, m := range msgs {
+		s := encodedSize(len(m.Payload))
+		if s > t.maxMsg {
+			return fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, s, t.maxMsg)
+		}
+		size += s
+	}
+	p, err := t.peer(to)
+	if err != nil {
+		return err
+	}
+	_, err = p.enqueue(size, msgs...)
+	return err
+}
+
 // SendWait is Send that waits for space in the peer's queue until ctx ends, the peer is
 // removed or the transport is closed.
 func (t *Transport) SendWait(ctx context.Context, to int32, msgType uint8, payload []byte) error {
@@ -279,7 +300,7 @@ func (t *Transport) send(to int32, msgType uint8, payload []byte) (<-chan struct
 	if err != nil {
 		return nil, err
 	}
-	return p.enqueue(msgType, payload, size)
+	return p.enqueue(size, Message{Type: msgType, Payload: payload})
 }
 
 func (t *Transport) isClosed() bool {
@@ -346,7 +367,8 @@ func (p *peer) setAddr(addr string) {
 	p.down = time.Time{}
 }
 
-func (p *peer) enqueue(msgType uint8, payload []byte, size int) (<-chan struct{}, error) {
+// enqueue queues msgs, whose encoded sizes sum to size, all or none.
+func (p *peer) enqueue(size int, msgs ...Message) (<-chan struct{}, error) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -358,7 +380,7 @@ func (p *peer) enqueue(msgType uint8, payload []byte, size int) (<-chan struct{}
 		p.mu.Unlock()
 		return space, ErrBackpressure
 	}
-	p.q = append(p.q, Message{Type: msgType, Payload: payload})
+	p.q = append(p.q, msgs...)
 	p.qBytes += size
 	p.mu.Unlock()
 	select {

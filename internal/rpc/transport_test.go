@@ -672,3 +672,44 @@ func TestHeartbeatsOfManyGroupsOneMessagePerInterval(t *testing.T) {
 		t.Fatalf("%d messages to peer 2 for %d ticks", s.MessagesSent, ticks)
 	}
 }
+
+// Messages sent together share one frame and one write, in order; refused, none of them is
+// queued.
+func TestSendAllOneWriteAllOrNone(t *testing.T) {
+	rec := &recorder{}
+	b := startNode(t, testOptions(2, rec))
+	a := startNode(t, testOptions(1, nil))
+	a.SetPeer(2, b.Addr().String())
+	if err := a.SendAll(2, Message{Type: 1, Payload: []byte("batch")}, Message{Type: 2, Payload: []byte("rider")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "both messages", func() bool { return rec.count(1) == 2 })
+	got := rec.from(1)
+	if got[0].Type != 1 || string(got[0].Payload) != "batch" || got[1].Type != 2 || string(got[1].Payload) != "rider" {
+		t.Fatalf("received %q", got)
+	}
+	if s := peerStats(a, 2); s.BatchesSent != 1 || s.MessagesSent != 2 {
+		t.Fatalf("%d messages in %d batches, want 2 in 1", s.MessagesSent, s.BatchesSent)
+	}
+
+	o := testOptions(3, nil)
+	o.MaxQueueBytes = 3 * encodedSize(100)
+	c := startNode(t, o)
+	c.SetPeer(2, "127.0.0.1:1") // never connects: what is queued stays queued
+	pair := []Message{{Type: 1, Payload: make([]byte, 100)}, {Type: 2, Payload: make([]byte, 100)}}
+	if err := c.SendAll(2, pair...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendAll(2, pair...); !errors.Is(err, ErrBackpressure) {
+		t.Fatalf("a pair over the bound: %v", err)
+	}
+	if err := c.SendAll(2, Message{Type: 1}, Message{Type: 2, Payload: make([]byte, 600)}); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("a pair with a message too large: %v", err)
+	}
+	if s := peerStats(c, 2); s.QueuedMessages != 2 {
+		t.Fatalf("%d messages queued, want the first pair's 2 only", s.QueuedMessages)
+	}
+	if err := c.Send(2, 1, make([]byte, 100)); err != nil {
+		t.Fatalf("room for one more, refused: %v", err)
+	}
+}

@@ -10,7 +10,8 @@ package rpc
 // another meaning: a broker of the previous release still sends the old one during a rolling
 // upgrade.
 const (
-	MsgRaft uint8 = 1 // internal/raftrpc: raft batches of many groups
+	MsgRaft        uint8 = 1 // internal/raftrpc: raft batches of many groups
+	MsgRaftVisible uint8 = 2 // internal/raftrpc: leaders' visible indexes for their followers
 
 	MsgJoinRequest     uint8 = 16 // internal/cluster: joiner asks to be added to group 0
 	MsgJoinResponse    uint8 = 17 // internal/cluster: added, or who leads group 0
@@ -65,7 +66,8 @@ type MessageType struct {
 // messageTypes is indexed by number, so a number given to two types is a duplicate index,
 // which the compiler refuses.
 var messageTypes = [256]MessageType{
-	MsgRaft: {Name: "raft batch", Owner: "internal/raftrpc", Direction: "broker → broker"},
+	MsgRaft:        {Name: "raft batch", Owner: "internal/raftrpc", Direction: "broker → broker"},
+	MsgRaftVisible: {Name: "raft visible reports", Owner: "internal/raftrpc", Direction: "partition leader → its followers' brokers"},
 
 	MsgJoinRequest:     {Name: "join request", Owner: "internal/cluster", Direction: "joiner → any broker"},
 	MsgJoinResponse:    {Name: "join response", Owner: "internal/cluster", Direction: "broker → joiner"},

@@ -63,6 +63,10 @@ var commands = map[string]func(d *Driver, td *datadriven.TestData) string{
 		d.clock.Advance(dur)
 		return ""
 	},
+	// traffic: what each link carried since the last traffic (see Driver.Traffic).
+	"traffic": func(d *Driver, _ *datadriven.TestData) string {
+		return strings.Join(d.Traffic(), "\n")
+	},
 	// stabilize: see Driver.Stabilize.
 	"stabilize": func(d *Driver, _ *datadriven.TestData) string {
 		d.Stabilize()

@@ -36,6 +36,20 @@ type Driver struct {
 	inflight []envelope
 	cut      map[uint64]bool // hosts whose traffic (both ways) is lost
 	held     map[uint64]bool // hosts whose fsyncs wait for an explicit Fsync
+	// showVisible makes Deliver's lines name the leaders' visible reports, which most
+	// scripts leave out (they ride on nearly every batch a leader sends).
+	showVisible bool
+	// sent counts what each link carried since the last Traffic.
+	sent map[link]LinkTraffic
+}
+
+type link struct{ from, to uint64 }
+
+// LinkTraffic is what one host sent another: batches (each one raftrpc Send, queued as one),
+// the raft messages in them, and the visible reports riding along, with how many batches
+// carried nothing but visible reports.
+type LinkTraffic struct {
+	Batches, Messages, Visible, VisibleAlone int
 }
 
 // envelope is one batch in flight.
@@ -47,7 +61,7 @@ type envelope struct {
 // New builds n driven hosts, ids 1 to n, with raft's default options, on a new Clock.
 func New(t testing.TB, n int) *Driver {
 	d := &Driver{t: t, clock: NewClock(), hosts: map[uint64]*raft.DrivenHost{},
-		cut: map[uint64]bool{}, held: map[uint64]bool{}}
+		cut: map[uint64]bool{}, held: map[uint64]bool{}, sent: map[link]LinkTraffic{}}
 	for i := 1; i <= n; i++ {
 		id := uint64(i)
 		d.ids = append(d.ids, id)
@@ -72,7 +86,21 @@ func (s sender) Send(to uint64, b *raft.Batch) {
 	if err != nil {
 		s.d.t.Fatalf("host %d to %d: the wire does not decode its own batch: %v", s.from, to, err)
 	}
+	if len(b.Visible) > 0 {
+		// raftrpc sends them as a message of their own, right after the batch.
+		if c.Visible, err = raftrpc.DecodeVisible(raftrpc.EncodeVisible(b.Visible)); err != nil {
+			s.d.t.Fatalf("host %d to %d: the wire does not decode its own visible reports: %v", s.from, to, err)
+		}
+	}
 	c.From = s.from // the rpc frame carries the sender
+	lt := s.d.sent[link{s.from, to}]
+	lt.Batches++
+	lt.Messages += len(b.Messages)
+	lt.Visible += len(b.Visible)
+	if len(b.Visible) > 0 && len(b.Messages) == 0 && len(b.Written) == 0 && b.Heartbeat == nil {
+		lt.VisibleAlone++
+	}
+	s.d.sent[link{s.from, to}] = lt
 	s.d.inflight = append(s.d.inflight, envelope{from: s.from, to: to, b: c})
 }
 
@@ -120,6 +148,22 @@ func (d *Driver) setFlag(m map[uint64]bool, id uint64, on bool) {
 		delete(m, id)
 	}
 }
+
+// Traffic returns one line per link that carried anything since the last call (see
+// LinkTraffic), in order, and starts counting afresh.
+func (d *Driver) Traffic() []string {
+	var out []string
+	for l, lt := range d.sent {
+		out = append(out, fmt.Sprintf("%d->%d: batches=%d messages=%d visible=%d visible-alone=%d",
+			l.from, l.to, lt.Batches, lt.Messages, lt.Visible, lt.VisibleAlone))
+	}
+	sort.Strings(out)
+	clear(d.sent)
+	return out
+}
+
+// ShowVisible makes Deliver's lines name the visible reports of the batches (see describe).
+func (d *Driver) ShowVisible(on bool) { d.showVisible = on }
 
 // Tick runs one ticker round on each of the hosts.
 func (d *Driver) Tick(ids ...uint64) {
@@ -180,7 +224,7 @@ func (d *Driver) Deliver(from, to uint64, drop bool) []string {
 		} else {
 			d.hosts[e.to].Step(e.b)
 		}
-		if line := describe(e); line != "" {
+		if line := describe(e, d.showVisible); line != "" {
 			out = append(out, fmt.Sprintf("%s %s", fate, line))
 		}
 	}
@@ -213,9 +257,10 @@ func (d *Driver) Stabilize() {
 	}
 }
 
-// describe is a line per batch: its raft messages and written reports (a bare coalesced
-// heartbeat, which says only that the sender is alive, is left out).
-func describe(e envelope) string {
+// describe is a line per batch: its raft messages and written reports, and its visible
+// reports if visible (a batch of nothing else shown, such as a bare coalesced heartbeat,
+// which says only that the sender is alive, is left out).
+func describe(e envelope, visible bool) string {
 	var parts []string
 	for _, gm := range e.b.Messages {
 		m := gm.Msg
@@ -242,6 +287,11 @@ func describe(e envelope) string {
 	}
 	for _, w := range e.b.Written {
 		parts = append(parts, fmt.Sprintf("Written term=%d index=%d", w.Term, w.Index))
+	}
+	for _, v := range e.b.Visible {
+		if visible {
+			parts = append(parts, fmt.Sprintf("Visible term=%d index=%d", v.Term, v.Index))
+		}
 	}
 	if len(parts) == 0 {
 		return ""
