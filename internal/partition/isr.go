@@ -30,10 +30,13 @@ func heldBy(pp raft.PeerProgress, writeCaching bool) uint64 {
 // since the old leader's view of them says nothing about this leadership. A voter counts
 // as caught up only while its broker is heard from: a dead follower of an idle partition
 // still holds the whole log, and would otherwise never leave the ISR (as in Kafka, where
-// a follower that stops fetching leaves it after replica.lag.time.max.ms).
+// a follower that stops fetching leaves it after replica.lag.time.max.ms). A voter whose
+// held index moved since the last refresh was just heard from; only one that did not
+// costs a look at the host's liveness table (a lock), which under load is rare.
 func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.Time) {
 	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
 		clear(p.caughtUp)
+		clear(p.heldSeen)
 	}
 	p.leaderEnd = leaderEnd
 	if !b.IsLeader {
@@ -41,7 +44,12 @@ func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.
 	}
 	writeCaching := p.cfg.Load().WriteCaching
 	for _, v := range p.voters {
-		if _, ok := p.caughtUp[v]; !ok || (heldBy(p.progress[v], writeCaching) >= leaderEnd && p.host.PeerLive(v)) {
+		held := heldBy(p.progress[v], writeCaching)
+		moved := held > p.heldSeen[v]
+		if moved {
+			p.heldSeen[v] = held
+		}
+		if _, ok := p.caughtUp[v]; !ok || (held >= leaderEnd && (moved || p.host.PeerLive(v))) {
 			p.caughtUp[v] = now
 		}
 	}

@@ -90,6 +90,9 @@ type Partition struct {
 	// caughtUp is when each voter last held the leader's whole log (flushed, or written
 	// under write caching), for the ISR (DESIGN.md §3); reset when leadership changes.
 	caughtUp map[uint64]time.Time
+	// heldSeen is each voter's held index (heldBy) at the last refresh that moved it: a
+	// voter whose index moves again was heard from. Reset with caughtUp.
+	heldSeen map[uint64]uint64
 	// The replicate window: bytes reserved by producers (proposed or about to be) and the
 	// appended entries holding them until they commit.
 	inflightBytes int64
@@ -138,6 +141,7 @@ func Open(opts Options) (*Partition, error) {
 		lg:        lg.With("topic", opts.Topic, "partition", opts.Partition),
 		producers: make(map[int64]*producerState),
 		caughtUp:  make(map[uint64]time.Time),
+		heldSeen:  make(map[uint64]uint64),
 		changed:   make(chan struct{}),
 		watchers:  make(map[chan struct{}]struct{}),
 		kick:      make(chan struct{}, 1),
