@@ -137,14 +137,14 @@ func TestRackOutage(t *testing.T) {
 	up := bs
 	leader := map[string]*Broker{}
 	lead := func(topic string) *Broker { return up[leaderOf(t, up, topic, 0)] }
-	victim := -1
-	for i, b := range bs {
-		if b != lead(racks3) && b != lead(replicas3) {
-			victim = i
-		}
-	}
 	for _, topic := range topics {
 		leader[topic] = lead(topic)
+	}
+	victim := -1 // with two leaders among three brokers, there is one
+	for i, b := range bs {
+		if b != leader[racks3] && b != leader[replicas3] {
+			victim = i
+		}
 	}
 	// 1. All in sync: acks=all succeeds, and the ISR spans the three racks.
 	for _, topic := range topics {
