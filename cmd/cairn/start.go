@@ -40,6 +40,7 @@ var startFlags = []struct{ flag, property, usage string }{
 	{"rack", config.NodeRack, "rack this broker runs in"},
 	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers, or of a running cluster to join"},
 	{"produce-forwarding", config.NodeProduceForwarding, "forward produce requests for partitions this broker does not lead to the leader (true or false)"},
+	{"replica-lag-time-max-ms", config.NodeReplicaLagTimeMaxMs, "how long (ms) a follower may lag its leader's log end and stay in the ISR (default 30000)"},
 }
 
 func newStartCmd() *cobra.Command {
@@ -152,7 +153,7 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool) 
 	b, err := broker.New(broker.Config{
 		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
 		RPCAddr: node.RPCAddr, AdvertisedRPCAddr: node.AdvertisedRPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
-		DisableForwarding: !node.ProduceForwarding, FS: fs,
+		DisableForwarding: !node.ProduceForwarding, FS: fs, ReplicaLagMax: time.Duration(node.ReplicaLagTimeMaxMs) * time.Millisecond,
 	})
 	if err != nil {
 		return err

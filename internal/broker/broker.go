@@ -60,6 +60,9 @@ type Config struct {
 	// DisableForwarding stops this broker forwarding produce requests for partitions it
 	// does not lead; they are answered NOT_LEADER_OR_FOLLOWER instead.
 	DisableForwarding bool
+	// ReplicaLagMax is replica.lag.time.max.ms, the ISR's lag window of the partitions this
+	// broker leads; 0 is partition.DefaultReplicaLagMax.
+	ReplicaLagMax time.Duration
 }
 
 // rpcClusterName is the deployment name every broker presents in the rpc handshake (see
@@ -127,6 +130,9 @@ type Broker struct {
 	shards  map[int32]bool // __consumer_offsets partitions the coordinator serves
 
 	reconcileMu sync.Mutex // one reconcile at a time
+	// rackShort is, under reconcileMu, the topics last warned of as short of their
+	// min.insync.racks, with what was said (see warnRackShortfalls).
+	rackShort map[string]string
 
 	pidMu   sync.Mutex // producer ids from the controller's blocks
 	pidNext int64
@@ -679,6 +685,9 @@ func (b *Broker) NodeConfigValues() map[string]string {
 	}
 	if len(c.Seeds) > 0 {
 		v["seeds"] = strings.Join(c.Seeds, ",")
+	}
+	if c.ReplicaLagMax > 0 {
+		v[config.NodeReplicaLagTimeMaxMs] = strconv.FormatInt(c.ReplicaLagMax.Milliseconds(), 10)
 	}
 	return v
 }

@@ -35,14 +35,12 @@ func declaredRacks(st *controller.State) map[int32]string {
 	return racks
 }
 
-// racksRefusal is the INVALID_CONFIG answer for a min.insync.racks value (what, e.g.
-// "min.insync.racks=3 (cluster default)") that the listed partitions cannot meet. A cluster
-// default's refusal first names every topic that takes it.
-func racksRefusal(what string, short []topicShortfalls, clusterDefault bool) *Error {
-	var names, parts []string
+// describeShortfalls names, for an operator, the first maxShortfallsNamed partitions of
+// short with their replicas' racks, then how many more there are.
+func describeShortfalls(short []topicShortfalls) string {
+	var parts []string
 	total := 0
 	for _, ts := range short {
-		names = append(names, ts.topic)
 		for _, s := range ts.shortfalls {
 			if total < maxShortfallsNamed {
 				parts = append(parts, s.Describe(ts.topic))
@@ -53,11 +51,72 @@ func racksRefusal(what string, short []topicShortfalls, clusterDefault bool) *Er
 	if total > maxShortfallsNamed {
 		parts = append(parts, fmt.Sprintf("and %d more", total-maxShortfallsNamed))
 	}
+	return strings.Join(parts, "; ")
+}
+
+// racksRefusal is the INVALID_CONFIG answer for a min.insync.racks value (what, e.g.
+// "min.insync.racks=3 (cluster default)") that the listed partitions cannot meet. A cluster
+// default's refusal first names every topic that takes it.
+func racksRefusal(what string, short []topicShortfalls, clusterDefault bool) *Error {
 	by := ""
 	if clusterDefault {
+		names := make([]string, len(short))
+		for i, ts := range short {
+			names[i] = ts.topic
+		}
 		by = "the topics that take it (" + strings.Join(names, ", ") + "): "
 	}
-	return errorf(kerr.InvalidConfig, "%s cannot be met by %s%s; it is not capped", what, by, strings.Join(parts, "; "))
+	return errorf(kerr.InvalidConfig, "%s cannot be met by %s%s; it is not capped", what, by, describeShortfalls(short))
+}
+
+// warnRackShortfalls runs at each reconcile. A broker that registers again with another
+// rack, or none, is accepted (a restart cannot be refused), and can leave a topic's
+// partitions spanning fewer declared racks than its min.insync.racks: acks=all to them is
+// then refused with NOT_ENOUGH_RACKS until the racks are back. The broker that leads the
+// controller logs one WARN per topic when that starts (or when what is short changes), and
+// one INFO when it ends, not one at every controller change; the other brokers stay quiet
+// and forget, so that a broker which comes to lead the controller reports what stands.
+func (b *Broker) warnRackShortfalls(st *controller.State) {
+	if b.svc.Load().Leader() != b.cfg.NodeID {
+		clear(b.rackShort)
+		return
+	}
+	if b.rackShort == nil {
+		b.rackShort = map[string]string{}
+	}
+	cluster := st.ClusterConfig()
+	var racks map[int32]string // built once a topic has the rule on
+	seen := map[string]bool{}
+	for _, t := range st.Topics() {
+		need := config.ResolveTopic(t.Configs, cluster).MinInsyncRacks
+		if need <= 1 {
+			continue
+		}
+		if racks == nil {
+			racks = declaredRacks(st)
+		}
+		short := controller.RackShortfalls(racks, t.Assignment, 0, need)
+		if len(short) == 0 {
+			continue
+		}
+		seen[t.Name] = true
+		said := describeShortfalls([]topicShortfalls{{t.Name, short}})
+		if b.rackShort[t.Name] == said {
+			continue
+		}
+		b.rackShort[t.Name] = said
+		b.lg.Warn("topic's replicas span fewer declared racks than its min.insync.racks (a broker registered again with another rack, or none): acks=all to these partitions is refused with NOT_ENOUGH_RACKS",
+			"topic", t.Name, "min_insync_racks", need, "short", said)
+	}
+	for name := range b.rackShort {
+		if seen[name] {
+			continue
+		}
+		delete(b.rackShort, name)
+		if _, exists := st.Topic(name); exists {
+			b.lg.Info("topic's replicas span its min.insync.racks again", "topic", name)
+		}
+	}
 }
 
 // checkNewPartitionRacks refuses partitions of topic about to be created (assignment, the

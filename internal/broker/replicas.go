@@ -95,6 +95,7 @@ func (b *Broker) reconcile() error {
 	}
 	b.topics.Store(&byName)
 	b.followerFetching.Store(config.ResolveCluster(cluster).FollowerFetching)
+	b.warnRackShortfalls(st)
 	for _, t := range topics {
 		cfg := config.ResolveTopic(t.Configs, cluster)
 		for p, reps := range t.Assignment {
@@ -163,7 +164,7 @@ func (b *Broker) openReplica(t controller.Topic, p int32, cfg config.TopicConfig
 	reps := slices.Clone(t.Assignment[p])
 	part, err := partition.Open(partition.Options{Topic: t.Name, Partition: p, Storage: ls, Host: b.host,
 		Group: t.Groups[p], Self: uint64(b.cfg.NodeID), Replicas: raftIDs(reps), Config: cfg, Racks: racks, Logger: b.lg,
-		OnRoleChange: b.kickRoles})
+		ReplicaLagMax: b.cfg.ReplicaLagMax, OnRoleChange: b.kickRoles})
 	if err != nil {
 		ls.Close()
 		return nil, err

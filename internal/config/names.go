@@ -66,6 +66,7 @@ const (
 	NodeRack                = "rack"
 	NodeRPCAddr             = "rpc.addr"
 	NodeProduceForwarding   = "produce.forwarding"
+	NodeReplicaLagTimeMaxMs = "replica.lag.time.max.ms"
 	NodeSeeds               = "seeds"
 )
 

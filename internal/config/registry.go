@@ -83,6 +83,13 @@ func topicPair(topic, cluster string, s spec, def, desc, enforcedBy string) []Pr
 	}
 }
 
+// The bounds of replica.lag.time.max.ms: below a second a follower that is merely between
+// heartbeats (and, at the top, a dead one) would count wrongly for a long time.
+const (
+	minReplicaLagMs = 1000
+	maxReplicaLagMs = 86_400_000
+)
+
 func build() *registry {
 	var ps []Property
 	add := func(p ...Property) { ps = append(ps, p...) }
@@ -228,6 +235,9 @@ func build() *registry {
 	node(NodeProduceForwarding, "--produce-forwarding", boolSpec(), "true", "",
 		"Forward a produce request for a partition this node does not lead to its leader (every acks value); when false such requests get NOT_LEADER_OR_FOLLOWER and clients go to the leader themselves.",
 		"broker: produce routing")
+	node(NodeReplicaLagTimeMaxMs, "--replica-lag-time-max-ms", numSpec(TypeLong, minReplicaLagMs, maxReplicaLagMs, false), "30000", "",
+		"How long, in milliseconds, a follower may go without holding its leader's whole log (flushed, or written under write caching) and still count in the in-sync replicas that min.insync.replicas and min.insync.racks need; at least 1000, so that ordinary pauses between heartbeats and fsyncs do not drop a healthy follower. As in Kafka it is a broker's static setting: the leader's value applies.",
+		"partition: the ISR for acks=all admission, Metadata and the min-ISR metrics")
 	node(NodeSeeds, "--seeds", seedsSpec(), "", "",
 		"RPC addresses (host:port) of other nodes to contact when joining the cluster.",
 		"broker: cluster join")
@@ -318,7 +328,6 @@ func refusedList() []Refused {
 		{Name: "log.roll.jitter.ms", KafkaScope: "broker", Reason: "segments roll exactly at log.roll.ms, without jitter"},
 		{Name: "log.segment.delete.delay.ms", KafkaScope: "broker", Reason: "storage decides when files of deleted segments go; the delay is not configurable"},
 		{Name: "remote.log.*", KafkaScope: "broker", Reason: tiered},
-		{Name: "replica.lag.time.max.ms", KafkaScope: "broker", Reason: "the in-sync window is fixed at 30000 ms; changing it is not supported yet"},
 		{Name: "group.consumer.*", KafkaScope: "broker", Reason: "the KIP-848 consumer group protocol is not served; groups use the classic JoinGroup/SyncGroup protocol"},
 		{Name: "group.max.size", KafkaScope: "broker", Reason: "group size is not capped"},
 		{Name: "offsets.commit.required.acks", KafkaScope: "broker", Reason: "offset commits are always written with acks=-1"},

@@ -172,6 +172,7 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		Rack:                get(NodeRack),
 		Seeds:               seeds,
 		ProduceForwarding:   get(NodeProduceForwarding) == "true",
+		ReplicaLagTimeMaxMs: mustInt(get(NodeReplicaLagTimeMaxMs)),
 	}, nil
 }
 

@@ -136,7 +136,8 @@ func TestResolveNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := NodeConfig{NodeID: 1, ProduceForwarding: true, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
-		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644"}
+		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644",
+		ReplicaLagTimeMaxMs: 30000}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
@@ -167,6 +168,22 @@ func TestResolveNode(t *testing.T) {
 	}
 	if _, err := ResolveNode(map[string]string{"retention.ms": "4"}); err == nil {
 		t.Fatal("topic property accepted as a node value")
+	}
+}
+
+// replica.lag.time.max.ms is a node property that Cairn enforces (the ISR's window), no
+// longer one it refuses; validationCases holds its bad values.
+func TestResolveNodeReplicaLag(t *testing.T) {
+	got, err := ResolveNode(map[string]string{"replica.lag.time.max.ms": "2000"})
+	if err != nil || got.ReplicaLagTimeMaxMs != 2000 {
+		t.Fatalf("2000: %+v %v", got.ReplicaLagTimeMaxMs, err)
+	}
+	if _, err := ResolveNode(map[string]string{"replica.lag.time.max.ms": "500"}); err == nil ||
+		err.Error() != `invalid value "500" for replica.lag.time.max.ms: out of range; valid values: 1000 to 86400000` {
+		t.Errorf("500: %v", err)
+	}
+	if _, refused := LookupRefused("replica.lag.time.max.ms"); refused {
+		t.Error("replica.lag.time.max.ms is still listed as refused")
 	}
 }
 

@@ -194,4 +194,5 @@ type NodeConfig struct {
 	Rack                string // "" when the node declares no rack
 	Seeds               []string
 	ProduceForwarding   bool
+	ReplicaLagTimeMaxMs int64 // the ISR's lag window
 }

@@ -107,6 +107,12 @@ var validationCases = map[string][]vcase{
 		bad("0", "out of range"), ok("1", "1"), ok("7", "7"), ok("2147483647", "2147483647"),
 		bad("-1", "out of range"), bad("2147483648", "out of range"), bad("one", "not a whole number"),
 	},
+	"replica.lag.time.max.ms": {
+		ok("1000", "1000"), ok(" 2000 ", "2000"), ok("86400000", "86400000"),
+		bad("999", "out of range; valid values: 1000 to 86400000"), bad("0", "out of range"), bad("-1", "out of range"),
+		bad("86400001", "out of range"), bad("two", "not a whole number (a long)"), bad("1000.5", "not a whole number"),
+		bad("", "not a whole number"), bad("99999999999999999999", "out of range for a long"),
+	},
 	"produce.forwarding": {
 		ok("true", "true"), ok("false", "false"), bad("maybe", "not a boolean"),
 	},

@@ -10,9 +10,9 @@ import (
 // leader's log, for admission (an acks=all produce needs enough of them before it is
 // appended) and completion (enough of them must hold the batch before it is acknowledged).
 
-// replicaLagMax is replica.lag.time.max.ms: a voter that has not held the leader's whole
-// log for this long drops out of the ISR.
-const replicaLagMax = 30 * time.Second
+// DefaultReplicaLagMax is replica.lag.time.max.ms's default: a voter that has not held the
+// leader's whole log for this long drops out of the ISR (Options.ReplicaLagMax sets it).
+const DefaultReplicaLagMax = 30 * time.Second
 
 // heldBy is the last index a voter holds in the sense of DESIGN.md §3: flushed, or
 // written where write caching is on.
@@ -27,10 +27,16 @@ func heldBy(pp raft.PeerProgress, writeCaching bool) uint64 {
 // leader's whole log (ending at leaderEnd) at now. It runs after p.progress and p.voters
 // took the refreshed values and before p.bounds does, so a change of leadership can be
 // told from the previous boundaries: every voter then starts with the full lag window,
-// since the old leader's view of them says nothing about this leadership.
+// since the old leader's view of them says nothing about this leadership. A voter counts
+// as caught up only while its broker is heard from: a dead follower of an idle partition
+// still holds the whole log, and would otherwise never leave the ISR (as in Kafka, where
+// a follower that stops fetching leaves it after replica.lag.time.max.ms). A voter whose
+// held index moved since the last refresh was just heard from; only one that did not
+// costs a look at the host's liveness table (a lock), which under load is rare.
 func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.Time) {
 	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
 		clear(p.caughtUp)
+		clear(p.heldSeen)
 	}
 	p.leaderEnd = leaderEnd
 	if !b.IsLeader {
@@ -38,7 +44,12 @@ func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.
 	}
 	writeCaching := p.cfg.Load().WriteCaching
 	for _, v := range p.voters {
-		if _, ok := p.caughtUp[v]; !ok || heldBy(p.progress[v], writeCaching) >= leaderEnd {
+		held := heldBy(p.progress[v], writeCaching)
+		moved := held > p.heldSeen[v]
+		if moved {
+			p.heldSeen[v] = held
+		}
+		if _, ok := p.caughtUp[v]; !ok || (held >= leaderEnd && (moved || p.host.PeerLive(v))) {
 			p.caughtUp[v] = now
 		}
 	}
@@ -66,7 +77,7 @@ func (p *Partition) isrLocked(now time.Time) []uint64 {
 		// Caught up within the window; or holding the whole log now, which an idle
 		// partition's followers do without any event refreshing caughtUp (as long as
 		// their broker is heard from).
-		if now.Sub(p.caughtUp[v]) <= replicaLagMax || (held >= p.leaderEnd && p.host.PeerLive(v)) {
+		if now.Sub(p.caughtUp[v]) <= p.lagMax || (held >= p.leaderEnd && p.host.PeerLive(v)) {
 			isr = append(isr, v)
 		}
 	}

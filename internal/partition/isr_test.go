@@ -17,7 +17,10 @@ func TestNoteCaughtUp(t *testing.T) {
 	for _, writeCaching := range []bool{false, true} {
 		cfg := defaultConfig()
 		cfg.WriteCaching = writeCaching
-		p := &Partition{voters: []uint64{1, 2, 3}, caughtUp: map[uint64]time.Time{}}
+		// Every voter's broker is heard from (a host's new peers are, for a grace period).
+		host := raft.NewHost(raft.HostOptions{NodeID: 1, Transport: dropSender{}, TickInterval: 10 * time.Millisecond})
+		defer host.Close()
+		p := &Partition{voters: []uint64{1, 2, 3}, caughtUp: map[uint64]time.Time{}, heldSeen: map[uint64]uint64{}, host: host}
 		p.cfg.Store(&cfg)
 		leading := Boundaries{IsLeader: true, LeaderEpoch: 4}
 

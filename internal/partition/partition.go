@@ -43,8 +43,11 @@ type Options struct {
 	// Racks are the brokers' declared racks, for min.insync.racks (SetRacks changes them).
 	Racks  Racks
 	Logger *slog.Logger
-	// Clock, if set, is the time the ISR's lag window (replica.lag.time.max.ms) is measured
-	// on, instead of the wall clock: a deterministic test's manual clock.
+	// ReplicaLagMax is the ISR's lag window (replica.lag.time.max.ms): a voter that has not
+	// held the leader's whole log for this long leaves the ISR. 0 is DefaultReplicaLagMax.
+	ReplicaLagMax time.Duration
+	// Clock, if set, is the time the ISR's lag window is measured on, instead of the wall
+	// clock: a deterministic test's manual clock.
 	Clock func() time.Time
 	// OnRoleChange, if set, is called (from the replica's own goroutine; it must not block)
 	// when the replica's role, leader or term changes.
@@ -66,6 +69,8 @@ type Partition struct {
 	racks atomic.Pointer[Racks]
 	lg    *slog.Logger
 	now   func() time.Time // the ISR's clock (Options.Clock)
+	// lagMax is the ISR's lag window (Options.ReplicaLagMax), fixed for the replica's life.
+	lagMax time.Duration
 
 	// appendMu serializes appends with the producer-state checks that precede them, so a
 	// sequence check and the append it admits are one step.
@@ -85,6 +90,9 @@ type Partition struct {
 	// caughtUp is when each voter last held the leader's whole log (flushed, or written
 	// under write caching), for the ISR (DESIGN.md §3); reset when leadership changes.
 	caughtUp map[uint64]time.Time
+	// heldSeen is each voter's held index (heldBy) at the last refresh that moved it: a
+	// voter whose index moves again was heard from. Reset with caughtUp.
+	heldSeen map[uint64]uint64
 	// The replicate window: bytes reserved by producers (proposed or about to be) and the
 	// appended entries holding them until they commit.
 	inflightBytes int64
@@ -116,8 +124,13 @@ func Open(opts Options) (*Partition, error) {
 	if now == nil {
 		now = time.Now
 	}
+	lagMax := opts.ReplicaLagMax
+	if lagMax <= 0 {
+		lagMax = DefaultReplicaLagMax
+	}
 	p := &Partition{
 		now:       now,
+		lagMax:    lagMax,
 		topic:     opts.Topic,
 		id:        opts.Partition,
 		ls:        opts.Storage,
@@ -128,6 +141,7 @@ func Open(opts Options) (*Partition, error) {
 		lg:        lg.With("topic", opts.Topic, "partition", opts.Partition),
 		producers: make(map[int64]*producerState),
 		caughtUp:  make(map[uint64]time.Time),
+		heldSeen:  make(map[uint64]uint64),
 		changed:   make(chan struct{}),
 		watchers:  make(map[chan struct{}]struct{}),
 		kick:      make(chan struct{}, 1),

@@ -44,7 +44,7 @@ func TestRackWaiterSeesTheISRShrinkWithoutAnEvent(t *testing.T) {
 			t.Fatalf("answered before the ISR shrank: %v %s", r.Err, r.Msg)
 		default:
 		}
-		s.d.Clock().Advance(replicaLagMax + time.Millisecond) // host 5 leaves the ISR; no refresh
+		s.d.Clock().Advance(DefaultReplicaLagMax + time.Millisecond) // host 5 leaves the ISR; no refresh
 		r := <-answer
 		if r.Err != kerr.NotEnoughReplicasAfterAppend || !strings.HasPrefix(r.Msg, "NOT_ENOUGH_RACKS: ") {
 			t.Fatalf("got %v %q, want NOT_ENOUGH_REPLICAS_AFTER_APPEND with NOT_ENOUGH_RACKS:", r.Err, r.Msg)

@@ -368,7 +368,7 @@ func TestMinInsyncReplicas(t *testing.T) {
 	}
 	// Out of the ISR (its window expired): refused before the append.
 	rs.parts[1].mu.Lock()
-	rs.parts[1].caughtUp[3] = time.Now().Add(-2 * replicaLagMax)
+	rs.parts[1].caughtUp[3] = time.Now().Add(-2 * DefaultReplicaLagMax)
 	rs.parts[1].mu.Unlock()
 	end := rs.parts[1].Boundaries().LogEnd
 	if res, _ := rs.parts[1].Produce(kafkatest.Plain(1, 1000).Bytes(), -1); res.Err != kerr.NotEnoughReplicas {
@@ -406,7 +406,7 @@ func TestIdleFollowersStayInSync(t *testing.T) {
 	}
 	rs.parts[1].mu.Lock()
 	for v := range rs.parts[1].caughtUp {
-		rs.parts[1].caughtUp[v] = time.Now().Add(-2 * replicaLagMax) // a long idle spell
+		rs.parts[1].caughtUp[v] = time.Now().Add(-2 * DefaultReplicaLagMax) // a long idle spell
 	}
 	rs.parts[1].mu.Unlock()
 	if isr := rs.parts[1].ISR(); len(isr) != 3 {

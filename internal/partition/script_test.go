@@ -35,7 +35,8 @@ type replicaScript struct {
 	parts    map[uint64]*Partition
 	disks    map[uint64]storage.FS // each replica's, kept across a restart
 	produced map[string]*production
-	racks    Racks // the brokers' declared racks (nil: the scenario declared none)
+	racks    Racks         // the brokers' declared racks (nil: the scenario declared none)
+	lagMax   time.Duration // the replicas' replica.lag.time.max.ms (0: the default)
 }
 
 // production is one Produce call: its immediate result and, for acks=all, its wait.
@@ -46,12 +47,13 @@ type production struct {
 }
 
 var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData) string{
-	// add-replicas N [write-caching] [min-insync=M] [racks=R1,R2,...] [min-insync-racks=K]:
-	// a new scenario of N hosts, each with a replica of partition t-0 (all of them voters),
-	// with the topic's defaults but for write.caching, min.insync.replicas (default 1) and
-	// min.insync.racks (default 1, off); host i's broker declared rack Ri (none if empty or
-	// not given). Host 1 is elected, and the hosts stabilize (under write caching: until the
-	// new term's entry is flushed too).
+	// add-replicas N [write-caching] [min-insync=M] [racks=R1,R2,...] [min-insync-racks=K]
+	// [replica-lag=D]: a new scenario of N hosts, each with a replica of partition t-0 (all
+	// of them voters), with the topic's defaults but for write.caching, min.insync.replicas
+	// (default 1) and min.insync.racks (default 1, off); host i's broker declared rack Ri
+	// (none if empty or not given); the brokers' replica.lag.time.max.ms is the duration D
+	// (default 30s). Host 1 is elected, and the hosts stabilize (under write caching: until
+	// the new term's entry is flushed too).
 	"add-replicas": func(s *replicaScript, td *datadriven.TestData) string {
 		n := rafttest.HostCount(s.t, td, "write-caching")
 		cfg := defaultConfig()
@@ -60,6 +62,16 @@ var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData)
 		td.MaybeScanArgs(s.t, "min-insync", &cfg.MinInsyncReplicas)
 		td.MaybeScanArgs(s.t, "min-insync-racks", &cfg.MinInsyncRacks)
 		s.racks = s.racksArg(td)
+		s.lagMax = 0
+		if td.HasArg("replica-lag") {
+			var lag string
+			td.ScanArgs(s.t, "replica-lag", &lag)
+			d, err := time.ParseDuration(lag)
+			if err != nil {
+				s.t.Fatalf("%s: replica-lag: %v", td.Pos, err)
+			}
+			s.lagMax = d
+		}
 		s.reset(n, cfg)
 		mode := "strict"
 		if cfg.WriteCaching {
@@ -68,6 +80,9 @@ var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData)
 		out := fmt.Sprintf("%d replicas of t-0, %s, min.insync.replicas=%d", n, mode, cfg.MinInsyncReplicas)
 		if td.HasArg("racks") || td.HasArg("min-insync-racks") {
 			out += fmt.Sprintf(", racks %s, min.insync.racks=%d", s.rackList(), cfg.MinInsyncRacks)
+		}
+		if s.lagMax > 0 {
+			out += fmt.Sprintf(", replica.lag.time.max.ms=%d", s.lagMax.Milliseconds())
 		}
 		return out + "; " + s.leaderLine()
 	},
@@ -314,7 +329,7 @@ func (s *replicaScript) open(id uint64, cfg config.TopicConfig) {
 		s.t.Fatal(err)
 	}
 	p, err := Open(Options{Topic: "t", Partition: 0, Storage: ls, Host: s.d.Host(id).Host, Group: scriptGroup, Self: id,
-		Replicas: s.d.IDs(), Config: cfg, Racks: s.racks, Clock: s.d.Clock().Now})
+		Replicas: s.d.IDs(), Config: cfg, Racks: s.racks, ReplicaLagMax: s.lagMax, Clock: s.d.Clock().Now})
 	if err != nil {
 		s.t.Fatal(err)
 	}

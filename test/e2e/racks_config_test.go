@@ -140,6 +140,14 @@ func TestRackConfigRefusals(t *testing.T) {
 		if strings.Contains(rs[0].ErrMessage, "spread") {
 			t.Errorf("cluster default refusal names spread, which has its own value: %q", rs[0].ErrMessage)
 		}
+		// The cluster default takes the topic's rules for a value that is no number of racks.
+		for _, value := range []string{"-1", "0", "two"} {
+			rs, err := alter(ctxFor(t, 15*time.Second), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "min.insync.racks", Value: kadm.StringPtr(value)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRefused(t, "cluster min.insync.racks="+value, rs[0].Err, rs[0].ErrMessage, bad[value])
+		}
 	}
 
 	// Nothing refused was stored.

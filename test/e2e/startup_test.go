@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/test/harness"
 )
@@ -68,6 +70,33 @@ func TestStartConfigSources(t *testing.T) {
 			t.Errorf("flag node 7, env node 3 rack rack-env, file node 5 rack rack-file: Metadata says node %d rack %q; want 7, rack-env", id, rack)
 		}
 	})
+	t.Run("replica-lag", func(t *testing.T) {
+		b := startBroker(t, BrokerOpts{Args: []string{"--replica-lag-time-max-ms", "2000"}})
+		describe := func() {
+			t.Helper()
+			rcs, err := b.Admin(t).DescribeBrokerConfigs(ctxFor(t, 10*time.Second), 1)
+			if err != nil || len(rcs) != 1 {
+				t.Fatalf("DescribeConfigs broker 1: %v %+v", err, rcs)
+			}
+			for _, c := range rcs[0].Configs {
+				if c.Key == "replica.lag.time.max.ms" {
+					if c.MaybeValue() != "2000" || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+						t.Errorf("replica.lag.time.max.ms = %q (%v), want 2000 STATIC_BROKER_CONFIG", c.MaybeValue(), c.Source)
+					}
+					return
+				}
+			}
+			t.Errorf("DescribeConfigs broker 1 has no replica.lag.time.max.ms")
+		}
+		describe()
+		// Fixed at start, as in Kafka: changing it at run time is refused, saying how to set it.
+		rs, err := b.Admin(t).AlterBrokerConfigs(ctxFor(t, 10*time.Second), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "replica.lag.time.max.ms", Value: kadm.StringPtr("5000")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRefused(t, "IncrementalAlterConfigs replica.lag.time.max.ms", rs[0].Err, rs[0].ErrMessage, "--replica-lag-time-max-ms")
+		describe()
+	})
 	t.Run("advertised-addr", func(t *testing.T) {
 		port := freeAddr(t)[len("127.0.0.1:"):]
 		adv := "localhost:" + port
@@ -91,6 +120,10 @@ func TestStartRefusals(t *testing.T) {
 		{"bad-node-id", []string{"--node-id", "abc"}, "node"},
 		{"node-id-zero", []string{"--node-id", "0"}, "node.id"},
 		{"unknown-config-key", nil, "no-such-key"},
+		{"replica-lag-below-floor", []string{"--node-id", "1", "--replica-lag-time-max-ms", "500"},
+			`invalid value "500" for replica.lag.time.max.ms: out of range; valid values: 1000 to 86400000`},
+		{"replica-lag-not-a-number", []string{"--node-id", "1", "--replica-lag-time-max-ms", "2s"},
+			`invalid value "2s" for replica.lag.time.max.ms: not a whole number`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			args := append([]string{"start", "--data-dir", t.TempDir(), "--kafka-addr", freeAddr(t), "--admin-addr", freeAddr(t), "--rpc-addr", freeAddr(t)}, c.args...)

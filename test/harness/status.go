@@ -32,6 +32,12 @@ type PartitionStatus struct {
 	Committed          int64   `json:"committed_offset"`
 	LastVisible        int64   `json:"last_visible_offset"`
 	WriteCaching       *bool   `json:"write_caching"`
+	// ISRRacks are the distinct declared racks the ISR spans (leader only), sorted.
+	ISRRacks []string `json:"isr_racks"`
+	// MinInsyncReplicas is the effective min.insync.replicas (capped at the replicas);
+	// MinInsyncRacks the topic's min.insync.racks (1: off).
+	MinInsyncReplicas int `json:"min_insync_replicas"`
+	MinInsyncRacks    int `json:"min_insync_racks"`
 }
 
 // PartitionStatus asks the broker's admin API for its view of topic/partition.
