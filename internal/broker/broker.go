@@ -114,6 +114,7 @@ type Broker struct {
 	svc       atomic.Pointer[cluster.Service]
 	leaders   *leaderTable
 	fwd       *forwarder
+	moves     *mover
 
 	// topics is the controller state's topics as of the last reconcile, by name: the
 	// request paths read it instead of copying topics out of the state on every request.
@@ -176,6 +177,7 @@ func New(cfg Config) (*Broker, error) {
 		retentionKick: make(chan struct{}, 1), roleKick: make(chan struct{}, 1)}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.leaders = newLeaderTable()
+	b.moves = newMover()
 	if err := b.fs.MkdirAll(filepath.Join(cfg.DataDir, "topics"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating data folder: %w", err)
 	}
@@ -246,6 +248,7 @@ func New(cfg Config) (*Broker, error) {
 	b.spawn(b.reconcileLoop)
 	b.spawn(b.leadershipLoop)
 	b.spawn(b.retentionLoop)
+	b.spawn(b.moveLoop)
 	return b, nil
 }
 
@@ -257,6 +260,11 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 		raftrpc.Register(reg, b.host, nil),
 		reg.Register(func(from int32, _ uint8, payload []byte) { b.leaders.receive(from, payload, b.lg) }, msgLeaders),
 		reg.Register(b.fwd.handle, msgForwardRequest, msgForwardResponse),
+		reg.Register(func(from int32, _ uint8, payload []byte) {
+			if err := b.moves.remote.receive(from, payload); err != nil {
+				b.lg.Warn("dropping a malformed move progress report", "from", from, "err", err)
+			}
+		}, msgMoveProgress),
 	)
 }
 

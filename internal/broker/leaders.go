@@ -243,6 +243,7 @@ func (b *Broker) PartitionViews(topic string) []PartitionView {
 
 // kickRoles wakes the leadership loop (a replica's role may have changed).
 func (b *Broker) kickRoles() {
+	b.kickMoves() // a new leader takes over the moves of the groups it now leads
 	select {
 	case b.roleKick <- struct{}{}:
 	default:
