@@ -138,3 +138,9 @@ func (r ReassignmentInfo) String() string {
 	}
 	return s
 }
+
+// PartitionAssignment returns partition p's committed replica set, the preferred leader
+// first: while it moves, the replicas it began with.
+func (b *Broker) PartitionAssignment(topic string, p int32) ([]int32, bool) {
+	return b.state().Assignment(topic, p)
+}
