@@ -1,6 +1,8 @@
 // Package admin owns the node's HTTP admin surface: readiness, the per-partition boundary
-// view, Prometheus metrics and pprof profiles. It only reads from the broker and its
-// partitions; it must never change partition state or speak the Kafka protocol.
+// view, Prometheus metrics, pprof profiles, and the operator's requests that change the
+// cluster's shape (partition moves, moves.go). Those it hands to the broker's operations,
+// which propose them to the controller; it reads partitions but must never change
+// partition state itself, decide or validate metadata, or speak the Kafka protocol.
 package admin
 
 import (
@@ -242,6 +244,9 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s.mux.HandleFunc("GET /v1/status/ready", s.handleReady)
 	s.mux.HandleFunc("GET /v1/partitions/{topic}/{partition}", s.handlePartition)
 	s.mux.HandleFunc("GET /v1/cluster", s.handleCluster)
+	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/replicas", s.handleMoveReplicas)
+	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/cancel_reconfiguration", s.handleCancelMove)
+	s.mux.HandleFunc("GET /v1/partitions/reconfigurations", s.handleReconfigurations)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -32,8 +32,9 @@ func genCommand(t *rapid.T) Command {
 	})
 	configs := rapid.MapOfN(rapid.SampledFrom([]string{"", "x", "y"}), rapid.SampledFrom([]string{"1", "2"}), 0, 2)
 	keys := rapid.SliceOfN(rapid.SampledFrom([]string{"", "x", "y"}), 0, 2)
-	op := rapid.IntRange(0, 11).Draw(t, "op")
-	if op >= 10 {
+	partition := rapid.Int32Range(-1, 3)
+	op := rapid.IntRange(0, 14).Draw(t, "op")
+	if op >= 13 {
 		op = 1 // more registrations
 	}
 	switch op {
@@ -63,8 +64,16 @@ func genCommand(t *rapid.T) Command {
 		return SetClusterConfig{Overrides: configs.Draw(t, "set"), Delete: keys.Draw(t, "delete"), Replace: rapid.Bool().Draw(t, "replace")}
 	case 8:
 		return AllocateProducerIDBlock{Broker: brokerID.Draw(t, "broker"), Size: rapid.Int32Range(-1, 100).Draw(t, "size")}
+	case 9:
+		// Any size: a move may change the replication factor.
+		target := replicasOf("target", rapid.IntRange(1, 3).Draw(t, "target rf"))
+		return BeginReassignment{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition"), Replicas: target}
+	case 10:
+		return CancelReassignment{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition")}
+	case 11:
+		return MarkReassignmentFinal{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition"), Goal: replicas.Draw(t, "goal")}
 	default:
-		return ReassignPartition{Topic: topic.Draw(t, "topic"), Partition: rapid.Int32Range(-1, 4).Draw(t, "partition"), Replicas: replicas.Draw(t, "replicas")}
+		return CompleteReassignment{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition"), Replicas: replicas.Draw(t, "replicas")}
 	}
 }
 

@@ -50,6 +50,8 @@ func init() {
 		37: {0, 3, handleCreatePartitions},
 		42: {0, 2, handleDeleteGroups},
 		44: {0, 1, handleIncrementalAlterConfigs},
+		45: {0, 1, handleAlterPartitionAssignments},
+		46: {0, 0, handleListPartitionReassignments},
 		47: {0, 0, handleOffsetDelete},
 		60: {0, 1, handleDescribeCluster},
 	}
