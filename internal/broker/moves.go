@@ -103,8 +103,12 @@ func (b *Broker) driveMoves() {
 	moves := b.state().Reassignments()
 	active := map[uint64]bool{}
 	for _, m := range moves {
+		t, ok := b.topic(m.Topic)
+		if !ok {
+			continue
+		}
 		b.mu.RLock()
-		r := b.replicas[replicaKey{m.TopicID, m.Partition}]
+		r := b.replicas[replicaKey{t.ID, m.Partition}]
 		b.mu.RUnlock()
 		if r == nil || !r.p.IsLeader() {
 			continue

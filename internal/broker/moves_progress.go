@@ -77,6 +77,15 @@ func (b *Broker) MoveProgress(g uint64) (MoveProgress, bool) {
 	return b.moves.remote.get(g)
 }
 
+// reportedProgress is MoveProgress for ReassignmentInfo: nil when no driver reported.
+func (b *Broker) reportedProgress(g uint64) *MoveProgress {
+	pr, ok := b.MoveProgress(g)
+	if !ok {
+		return nil
+	}
+	return &pr
+}
+
 // sendMoveProgress tells every live broker how the moves driven here are going.
 func (b *Broker) sendMoveProgress() {
 	b.moves.mu.Lock()

@@ -31,18 +31,6 @@ type ReassignmentInfo struct {
 	Progress *MoveProgress
 }
 
-// MoveProgress is how far a move has come, as its driver reports it.
-type MoveProgress struct {
-	Phase      string // e.g. "adding_learners", "catching_up", "joint", "leaving_joint"
-	BytesMoved int64
-	BytesLeft  int64
-}
-
-// moveProgress is the hook through which the move driver reports a move's progress; nil
-// until it does.
-// TODO(D14): the move driver fills this from the partition leader's catch-up tracking.
-func (b *Broker) moveProgress(r controller.PartitionReassignment) *MoveProgress { return nil }
-
 // AlterPartitionReassignment moves partition p of topic to replicas (preferred leader
 // first), or with replicas nil cancels its move. Replicas equal to the current assignment
 // is accepted and changes nothing, as in Kafka. The set may be larger or smaller than the
@@ -124,7 +112,7 @@ func (b *Broker) PartitionReassignments(topics map[string][]int32) []Reassignmen
 			Topic: r.Topic, Partition: r.Partition,
 			Original: r.Original, Target: r.Target, Adding: r.Adding(), Removing: r.Removing(), Replicas: r.Members(),
 			Cancelled: r.Cancelled, Final: r.Final,
-			Progress: b.moveProgress(r),
+			Progress: b.reportedProgress(r.Group),
 		})
 	}
 	return out
