@@ -53,11 +53,9 @@ func (b *Broker) AlterPartitionReassignment(topic string, p int32, replicas []in
 		}
 		return err
 	}
-	if err := checkMoveTarget(st, topic, p, replicas); err != nil {
-		return err
-	}
-	if _, busy := t.Reassigning[p]; busy {
-		return errorf(kerr.ReassignmentInProgress, "partition %s-%d is already being reassigned; cancel that move first", topic, p)
+	begin := controller.BeginReassignment{Topic: topic, Partition: p, Replicas: slices.Clone(replicas)}
+	if code, msg := st.CheckBeginReassignment(begin); code != nil {
+		return &Error{Code: code, Msg: msg}
 	}
 	need := config.ResolveTopic(t.Configs, st.ClusterConfig()).MinInsyncRacks
 	if short := controller.RackShortfalls(declaredRacks(st), [][]int32{replicas}, p, need); len(short) > 0 {
@@ -67,30 +65,10 @@ func (b *Broker) AlterPartitionReassignment(topic string, p int32, replicas []in
 	if slices.Equal(replicas, t.Assignment[p]) {
 		return nil // as Kafka: nothing to move
 	}
-	if _, err := b.propose(controller.BeginReassignment{Topic: topic, Partition: p, Replicas: slices.Clone(replicas)}); err != nil {
+	if _, err := b.propose(begin); err != nil {
 		return err
 	}
 	b.lg.Info("partition move recorded", "topic", topic, "partition", p, "from", t.Assignment[p], "to", replicas)
-	return nil
-}
-
-// checkMoveTarget refuses a target replica set with no replica, a repeated, negative or
-// unregistered broker id, naming the bad id.
-func checkMoveTarget(st *controller.State, topic string, p int32, replicas []int32) *Error {
-	if len(replicas) == 0 {
-		return errorf(kerr.InvalidReplicaAssignment, "partition %s-%d: the target replica set is empty", topic, p)
-	}
-	for i, id := range replicas {
-		if id < 0 {
-			return errorf(kerr.InvalidReplicaAssignment, "partition %s-%d: broker id %d is negative", topic, p, id)
-		}
-		if slices.Contains(replicas[:i], id) {
-			return errorf(kerr.InvalidReplicaAssignment, "partition %s-%d: broker %d is named twice", topic, p, id)
-		}
-		if _, ok := st.Broker(id); !ok {
-			return errorf(kerr.InvalidReplicaAssignment, "partition %s-%d: broker %d is not registered", topic, p, id)
-		}
-	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"pgregory.net/rapid"
 )
 
@@ -78,7 +79,8 @@ func genCommand(t *rapid.T) Command {
 }
 
 // TestApplyDeterministicAndRestorable applies random command sequences to two replicas,
-// one of which restarts from a snapshot taken midway. After every command the replicas'
+// one of which restarts from a snapshot taken midway. A move's proposer-side check agrees
+// with its apply. After every command the replicas'
 // snapshots are identical, a rejected command changes nothing but the applied index, the
 // state's invariants hold (its snapshot decodes), and re-applying the index is a no-op.
 func TestApplyDeterministicAndRestorable(t *testing.T) {
@@ -118,7 +120,15 @@ func TestApplyDeterministicAndRestorable(t *testing.T) {
 			}
 			index += uint64(rapid.IntRange(1, 3).Draw(t, "gap"))
 			before, _ := a.Snapshot()
+			var checked *kerr.Error
+			begin, isBegin := cmd.(BeginReassignment)
+			if isBegin {
+				checked, _ = a.CheckBeginReassignment(begin)
+			}
 			ra, errA := a.Apply(index, payload)
+			if isBegin && a.ClusterID() != "" && checked != ra.Err {
+				t.Fatalf("%#v: the proposer's check says %v, apply %v", cmd, checked, ra.Err)
+			}
 			rb, errB := b.Apply(index, payload)
 			if errA != nil || errB != nil {
 				t.Fatalf("%#v: %v, %v", cmd, errA, errB)

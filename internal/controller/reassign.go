@@ -13,6 +13,10 @@ import (
 // longer be safe), and CompleteReassignment makes the goal the assignment. Until it
 // completes, Assignment[p] stays the replicas the move began with, so that every reader
 // that knows nothing of moves goes on seeing a consistent, committed replica set.
+//
+// A topic's deletion drops its moves with it (the leader's driver finds the group gone).
+// CreatePartitions is allowed while partitions move: the new partitions start unmoved, on
+// the replicas their command names.
 
 // Reassignment is a partition's replica change in progress.
 type Reassignment struct {
@@ -158,15 +162,38 @@ func checkTarget(brokers map[int32]*Broker, topic string, p int32, replicas []in
 	return nil
 }
 
-func (s *State) beginReassignment(c *BeginReassignment) *applyErr {
+// CheckBeginReassignment runs the checks Apply would run on c against the state as it is
+// now, so that a proposer can refuse a bad move before proposing it (and before its own
+// checks, which assume a valid target). It returns the error code and why, or nil.
+func (s *State) CheckBeginReassignment(c BeginReassignment) (*kerr.Error, string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, e := s.checkBegin(&c); e != nil {
+		return e.code, e.msg
+	}
+	return nil, ""
+}
+
+// checkBegin validates a BeginReassignment: the partition exists, it is not moving, and
+// the target is valid. The target is checked first, so that a bad one is named as such
+// even while another move runs.
+func (s *State) checkBegin(c *BeginReassignment) (*Topic, *applyErr) {
 	t, e := s.partitionOf(c.Topic, c.Partition)
 	if e != nil {
-		return e
-	}
-	if _, busy := t.Reassigning[c.Partition]; busy {
-		return reject(kerr.ReassignmentInProgress, "partition %s-%d is already being reassigned; cancel that move first", c.Topic, c.Partition)
+		return nil, e
 	}
 	if e := checkTarget(s.brokers, c.Topic, c.Partition, c.Replicas); e != nil {
+		return nil, e
+	}
+	if _, busy := t.Reassigning[c.Partition]; busy {
+		return nil, reject(kerr.ReassignmentInProgress, "partition %s-%d is already being reassigned; cancel that move first", c.Topic, c.Partition)
+	}
+	return t, nil
+}
+
+func (s *State) beginReassignment(c *BeginReassignment) *applyErr {
+	t, e := s.checkBegin(c)
+	if e != nil {
 		return e
 	}
 	if slices.Equal(c.Replicas, t.Assignment[c.Partition]) {
