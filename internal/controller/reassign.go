@@ -78,9 +78,13 @@ func (t Topic) Replicas(p int32) []int32 {
 	return slices.Clone(t.Assignment[p])
 }
 
-// HasMoved reports whether partition p has begun a reassignment at least once: a replica
-// of it opened from then on joins the group's current configuration instead of
-// bootstrapping one from the assignment.
+// HasMoved reports whether partition p has completed a reassignment at least once (a
+// cancelled one included): a replica of it that opens with no data from then on joins the
+// group and learns its configuration from the leader, instead of bootstrapping it from
+// the assignment. Until the first move completes, the replicas of the assignment are the
+// ones the group was created with, and one of them that opens fresh (a topic's replicas
+// open at their own pace; a move may begin before they all have) bootstraps the same
+// first entries as the others did, so the group forms even if none had opened yet.
 func (t Topic) HasMoved(p int32) bool {
 	return p >= 0 && int(p) < len(t.Moved) && t.Moved[p]
 }
@@ -203,10 +207,6 @@ func (s *State) beginReassignment(c *BeginReassignment) *applyErr {
 		t.Reassigning = map[int32]Reassignment{}
 	}
 	t.Reassigning[c.Partition] = Reassignment{Original: slices.Clone(t.Assignment[c.Partition]), Target: slices.Clone(c.Replicas)}
-	if t.Moved == nil {
-		t.Moved = make([]bool, len(t.Assignment))
-	}
-	t.Moved[c.Partition] = true
 	return nil
 }
 
@@ -259,6 +259,10 @@ func (s *State) completeReassignment(c *CompleteReassignment) *applyErr {
 		return reject(kerr.InvalidReplicaAssignment, "partition %s-%d: the move's goal is %v, not %v", c.Topic, c.Partition, r.Goal(), c.Replicas)
 	}
 	t.Assignment[c.Partition] = r.Goal()
+	if t.Moved == nil {
+		t.Moved = make([]bool, len(t.Assignment))
+	}
+	t.Moved[c.Partition] = true
 	delete(t.Reassigning, c.Partition)
 	if len(t.Reassigning) == 0 {
 		t.Reassigning = nil
@@ -308,8 +312,6 @@ func checkMoves(brokers map[int32]*Broker, t *Topic) *applyErr {
 		switch {
 		case p < 0 || int(p) >= len(t.Assignment):
 			return reject(kerr.InvalidRequest, "topic %q moves partition %d, which it does not have", t.Name, p)
-		case !t.HasMoved(p):
-			return reject(kerr.InvalidRequest, "topic %q moves partition %d, which is not marked moved", t.Name, p)
 		case !slices.Equal(r.Original, t.Assignment[p]):
 			return reject(kerr.InvalidRequest, "topic %q partition %d: the move began from %v, not its assignment %v", t.Name, p, r.Original, t.Assignment[p])
 		case slices.Equal(r.Target, r.Original):

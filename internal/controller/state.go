@@ -33,8 +33,8 @@ type Broker struct {
 // RF is the replication factor new partitions get. A completed reassignment may leave a
 // partition with another count of replicas (a replication factor change); Assignment[p]
 // then has its own length. Reassigning holds the moves in progress (reassign.go), and
-// Moved[p] is set once partition p has begun one: it is nil until a partition moves, then
-// has one flag per partition.
+// Moved[p] is set once partition p has completed one (HasMoved): it is nil until a
+// partition's first move completes, then has one flag per partition.
 type Topic struct {
 	Name        string                 `json:"name"`
 	ID          TopicID                `json:"id"`
