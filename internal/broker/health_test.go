@@ -72,7 +72,9 @@ func TestHealthOverviewClassifiesPartitions(t *testing.T) {
 func TestHealthOverviewHealthyAndEmptyListsAreArrays(t *testing.T) {
 	brokers := []controller.Broker{{ID: 1, Live: true}}
 	topics := []controller.Topic{{Name: "t", Assignment: [][]int32{{1}}}}
-	view := func(controller.Topic, int32) healthView { return healthView{leader: 1, isr: []int32{1}, isrKnown: true} }
+	view := func(controller.Topic, int32) healthView {
+		return healthView{leader: 1, isr: []int32{1}, isrKnown: true}
+	}
 	h := computeHealth(1, brokers, topics, nil, view)
 	if !h.Healthy {
 		t.Fatalf("not healthy: %+v", h)
