@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -162,22 +163,29 @@ type moveStatus struct {
 	drawn    int // lines of the last redraw on a terminal, to overwrite
 }
 
-// fetch lists the moves under way (only the one asked for, when one was).
+// fetch lists the moves under way (only the one asked for, when one was) and the admin
+// API's JSON of those entries: the whole answer, or the one entry's bytes in an array.
 func (s *moveStatus) fetch() ([]reconfiguration, []byte, error) {
-	var all []reconfiguration
-	body, err := s.cf.get(s.cmd, "/v1/partitions/reconfigurations", &all)
+	var raw []json.RawMessage
+	body, err := s.cf.get(s.cmd, "/v1/partitions/reconfigurations", &raw)
 	if err != nil {
 		return nil, nil, err
+	}
+	all := make([]reconfiguration, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &all[i]); err != nil {
+			return nil, nil, fmt.Errorf("GET /v1/partitions/reconfigurations: the admin API's answer is not what this cairn expects: %w", err)
+		}
 	}
 	if s.only == nil {
 		return all, body, nil
 	}
-	for _, r := range all {
+	for i, r := range all {
 		if r.key() == *s.only {
-			return []reconfiguration{r}, body, nil
+			return []reconfiguration{r}, append(append([]byte("["), raw[i]...), ']'), nil
 		}
 	}
-	return nil, body, nil
+	return nil, []byte("[]"), nil
 }
 
 func (s *moveStatus) nothing() string {

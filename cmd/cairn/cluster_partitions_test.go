@@ -59,6 +59,10 @@ func TestPartitionsBadInputAsksNothing(t *testing.T) {
 		{[]string{"leaders", "transfer", "orders", "--to", "2"}, `invalid partition "orders"`},
 		{[]string{"maintenance", "enable", "x"}, `invalid broker id "x"`},
 		{[]string{"maintenance", "status", "0"}, `invalid broker id "0"`},
+		// Cluster properties are refused before Kafka is dialled (nothing listens on -b).
+		{[]string{"-b", "127.0.0.1:1", "config", "set"}, "nothing to change: give NAME=VALUE or --delete NAME"},
+		{[]string{"-b", "127.0.0.1:1", "config", "set", "log.retention.ms"}, `invalid config "log.retention.ms": want key=value`},
+		{[]string{"-b", "127.0.0.1:1", "config", "set", "a=1", "--delete", "a"}, `config "a" given more than once`},
 	} {
 		wantErr(t, "", append([]string{"cluster", "--admin-url", f.srv.URL}, c.args...), c.want)
 	}
@@ -104,6 +108,14 @@ func TestMoveStatusOnce(t *testing.T) {
 	}
 	if out := mustRun(t, "", "cluster", "--admin-url", f.srv.URL, "partitions", "move-status", "--json"); out != twoMoves+"\n" {
 		t.Errorf("--json: %s", out)
+	}
+	// One partition asked for: its entry, as the admin API wrote it.
+	out = mustRun(t, "", "cluster", "--admin-url", f.srv.URL, "partitions", "move-status", "orders/1", "--json")
+	if want := "[" + twoMoves[strings.Index(twoMoves, `{"topic":"orders","partition":1`):len(twoMoves)-1] + "]\n"; out != want {
+		t.Errorf("--json orders/1:\n%s\nwant\n%s", out, want)
+	}
+	if out := mustRun(t, "", "cluster", "--admin-url", f.srv.URL, "partitions", "move-status", "orders/7", "--json"); out != "[]\n" {
+		t.Errorf("--json of no move: %q", out)
 	}
 }
 
