@@ -1,6 +1,7 @@
 // Package admin owns the node's HTTP admin surface: readiness, the per-partition boundary
-// view, Prometheus metrics and pprof profiles. It only reads from the broker and its
-// partitions; it must never change partition state or speak the Kafka protocol.
+// view, the cluster health overview, Prometheus metrics and pprof profiles. It only reads
+// from the broker and its partitions; it must never change partition state or speak the
+// Kafka protocol.
 package admin
 
 import (
@@ -242,6 +243,7 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s.mux.HandleFunc("GET /v1/status/ready", s.handleReady)
 	s.mux.HandleFunc("GET /v1/partitions/{topic}/{partition}", s.handlePartition)
 	s.mux.HandleFunc("GET /v1/cluster", s.handleCluster)
+	s.mux.HandleFunc("GET /v1/cluster/health_overview", s.handleHealthOverview)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
