@@ -134,6 +134,8 @@ type Broker struct {
 	// min.insync.racks, with what was said (see warnRackShortfalls).
 	rackShort map[string]string
 
+	balancer balancerState // the leader balancer's rounds on this broker (balancer.go)
+
 	pidMu   sync.Mutex // producer ids from the controller's blocks
 	pidNext int64
 	pidEnd  int64
@@ -246,6 +248,8 @@ func New(cfg Config) (*Broker, error) {
 	b.spawn(b.reconcileLoop)
 	b.spawn(b.leadershipLoop)
 	b.spawn(b.retentionLoop)
+	b.spawn(b.maintenanceLoop)
+	b.spawn(b.balancerLoop)
 	return b, nil
 }
 
@@ -257,6 +261,7 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 		raftrpc.Register(reg, b.host, nil),
 		reg.Register(func(from int32, _ uint8, payload []byte) { b.leaders.receive(from, payload, b.lg) }, msgLeaders),
 		reg.Register(b.fwd.handle, msgForwardRequest, msgForwardResponse),
+		reg.Register(b.handleTransferLeader, msgTransferLeader),
 	)
 }
 
