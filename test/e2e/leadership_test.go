@@ -97,6 +97,7 @@ func getBrokers(t testing.TB, b *Broker) []brokerEntry {
 // with no leadership left.
 func drain(t testing.TB, b *Broker, id int) {
 	t.Helper()
+	held := getMaintenance(t, b, id).LeadersLeft
 	adminExpect(t, b, "PUT", fmt.Sprintf("/v1/brokers/%d/maintenance", id), 200, "")
 	var last maintenanceStatus
 	start := time.Now()
@@ -104,7 +105,7 @@ func drain(t testing.TB, b *Broker, id int) {
 		last = getMaintenance(t, b, id)
 		return last.Draining && last.Finished && last.LeadersLeft == 0
 	})
-	t.Logf("broker %d drained in %v", id, time.Since(start).Round(time.Millisecond))
+	t.Logf("broker %d drained of %d leaderships in %v", id, held, time.Since(start).Round(time.Millisecond))
 }
 
 // partitionLeaders reads each partition's leader from b's Metadata.
@@ -266,6 +267,9 @@ func TestMaintenanceDrainAndRollingRestart(t *testing.T) {
 	t.Parallel()
 	bs := startCluster(t, 3)
 	const topic, parts = "drain", 6
+	// A short balancer interval gives a released broker its leaderships back at once, so
+	// that each drain of the rolling restart has leaderships to move.
+	setCluster(t, bs[0].Admin(t), "leader.imbalance.check.interval.seconds", "1")
 	createReplicatedTopic(t, bs[0].Admin(t), topic, parts, 3)
 	prod, log, stopLoop := producing(t, bs, topic, true)
 
@@ -287,7 +291,16 @@ func TestMaintenanceDrainAndRollingRestart(t *testing.T) {
 		target := log.count() + n
 		waitFor(t, 60*time.Second, func() bool { return log.count() >= target })
 	}
+	leads := func(id int) bool {
+		for _, e := range getBrokers(t, bs[(id)%3]) {
+			if int(e.NodeID) == id {
+				return e.Leaders > 0
+			}
+		}
+		return false
+	}
 	progress(300)
+	waitFor(t, 60*time.Second, func() bool { return leads(1) })
 	drain(t, bs[1], 1)
 	for _, e := range getBrokers(t, bs[2]) {
 		if e.NodeID == 1 && (e.Leaders != 0 || !e.Maintenance) {
@@ -306,6 +319,7 @@ func TestMaintenanceDrainAndRollingRestart(t *testing.T) {
 
 	for i, b := range bs {
 		progress(300)
+		waitFor(t, 60*time.Second, func() bool { return leads(i + 1) })
 		drain(t, b, i+1)
 		b.Restart()
 		waitFor(t, 60*time.Second, inSync)
