@@ -142,7 +142,7 @@ func (b *Broker) BalanceLeaders(cc config.ClusterConfig) int {
 		if moved == maxBalancerMoves {
 			break
 		}
-		if _, _, err := b.requestTransfer(lp.topic.Name, lp.p, lp.assignment[0]); err == nil {
+		if t, _, _ := b.requestTransfer(lp.topic.Name, lp.p, lp.assignment[0]); t != nil {
 			moved++
 		}
 	}

@@ -73,6 +73,9 @@ func (b *Broker) handleTransferLeader(from int32, _ uint8, payload []byte) {
 	if br, ok := b.state().Broker(target); !ok || br.Maintenance || !br.Live {
 		return
 	}
+	if r := b.replicaOfGroup(group); r != nil && !containsID(nodeIDs(r.p.ISR()), target) {
+		return // the requester's view of the ISR was stale the other way
+	}
 	_ = b.host.TransferLeadership(group, uint64(target))
 }
 
@@ -105,9 +108,11 @@ func (b *Broker) ElectPreferredLeader(topic string, p int32, wait time.Duration)
 
 func (b *Broker) transferWithin(topic string, p int32, target int32, wait time.Duration) *Error {
 	t, leader, err := b.requestTransfer(topic, p, target)
-	if err != nil || leader == target {
+	if t == nil || leader == target {
 		return err
 	}
+	// err, if any, is the leader's ISR as this broker last heard it lacking target: the
+	// leader was asked anyway, and the answer is whether the leadership moves.
 	deadline := time.Now().Add(wait)
 	lastAsk := time.Now()
 	for {
@@ -116,10 +121,13 @@ func (b *Broker) transferWithin(topic string, p int32, target int32, wait time.D
 			return nil
 		}
 		if time.Now().After(deadline) {
+			if err != nil {
+				return err
+			}
 			return errorf(kerr.RequestTimedOut, "the leadership of %s/%d did not move to broker %d within %s (it is on broker %d)", topic, p, target, wait, v.Leader)
 		}
 		if time.Since(lastAsk) >= transferRetry {
-			if _, _, err := b.requestTransfer(topic, p, target); err != nil {
+			if t, _, err = b.requestTransfer(topic, p, target); t == nil {
 				return err
 			}
 			lastAsk = time.Now()
@@ -134,7 +142,10 @@ func (b *Broker) transferWithin(topic string, p int32, target int32, wait time.D
 }
 
 // requestTransfer checks a transfer and asks the partition's leader to start it, without
-// waiting. It returns the topic and the leader it asked (target itself: nothing to do).
+// waiting. It returns the topic and the leader it asked (target itself: nothing to do), or
+// a nil topic and why it did not ask. One refusal comes with the leader asked all the same:
+// target missing from the ISR of a leader on another broker, whose ISR reaches this one
+// only every few seconds (leaders.go); that leader checks its own ISR.
 func (b *Broker) requestTransfer(topic string, p int32, target int32) (*controller.Topic, int32, *Error) {
 	t, ok := b.topic(topic)
 	if !ok || p < 0 || p >= t.Partitions() || int(p) >= len(t.Groups) {
@@ -153,8 +164,12 @@ func (b *Broker) requestTransfer(topic string, p int32, target int32) (*controll
 	if v.Leader < 0 {
 		return nil, -1, errorf(kerr.LeaderNotAvailable, "%s/%d has no leader to hand over from", topic, p)
 	}
+	var stale *Error
 	if !containsID(v.ISR, target) {
-		return nil, -1, errorf(kerr.PreferredLeaderNotAvailable, "broker %d is not in the ISR of %s/%d (ISR %v)", target, topic, p, v.ISR)
+		stale = errorf(kerr.PreferredLeaderNotAvailable, "broker %d is not in the ISR of %s/%d (ISR %v)", target, topic, p, v.ISR)
+		if v.Leader == b.cfg.NodeID {
+			return nil, -1, stale
+		}
 	}
 	group := t.Groups[p]
 	if v.Leader == b.cfg.NodeID {
@@ -166,7 +181,7 @@ func (b *Broker) requestTransfer(topic string, p int32, target int32) (*controll
 	if err := b.transport.Send(v.Leader, msgTransferLeader, encodeTransferLeader(group, target)); err != nil {
 		return nil, -1, errorf(kerr.LeaderNotAvailable, "asking broker %d, the leader of %s/%d: %v", v.Leader, topic, p, err)
 	}
-	return t, v.Leader, nil
+	return t, v.Leader, stale
 }
 
 // ineligibleLeader says why a broker may not take a leadership ("" if it may): it is
@@ -182,4 +197,17 @@ func (b *Broker) ineligibleLeader(id int32) string {
 		return "it is in maintenance"
 	}
 	return ""
+}
+
+// replicaOfGroup returns the local replica of a partition's Raft group (nil: none, or the
+// controller's group).
+func (b *Broker) replicaOfGroup(group uint64) *replica {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, r := range b.replicas {
+		if r.group == group {
+			return r
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Leadership: transfer on request (admin HTTP, ElectLeaders), maintenance mode and the
@@ -155,9 +156,8 @@ func TestLeadershipTransferAndElectLeaders(t *testing.T) {
 	createReplicatedTopic(t, adm, narrow, 1, 2)
 
 	replicas := preferredReplicas(t, bs[0], topic)
-	preferred := replicas[0][0]
-	waitLeader(t, bs[0], topic, 0, preferred)
-	other := replicas[0][1]
+	preferred, other := replicas[0][0], replicas[0][1]
+	waitFor(t, 30*time.Second, func() bool { return partitionLeaders(t, bs[0], topic)[0] > 0 })
 
 	// Through a broker other than the leader and the target: the request goes to the leader.
 	via := bs[0]
@@ -211,6 +211,28 @@ func TestLeadershipTransferAndElectLeaders(t *testing.T) {
 		t.Fatalf("unclean election: %v %q, want POLICY_VIOLATION naming force-recover", r.Err, r.ErrMessage)
 	}
 
+	// Bad elections: an unknown partition, an unknown topic, an election type that does not
+	// exist.
+	res, err = adm.ElectLeaders(ctxFor(t, 30*time.Second), kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {9: {}}, "nope": {0: {}}})
+	if err != nil {
+		t.Fatalf("ElectLeaders: %v", err)
+	}
+	if !errors.Is(res[topic][9].Err, kerr.UnknownTopicOrPartition) || !errors.Is(res["nope"][0].Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("ElectLeaders of unknown partitions: %+v", res)
+	}
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.ElectionType = 2
+	rt := kmsg.NewElectLeadersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxFor(t, 30*time.Second), bs[0].Client(t))
+	if err != nil {
+		t.Fatalf("ElectLeaders type 2: %v", err)
+	}
+	if resp.ErrorCode != kerr.InvalidRequest.Code || len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("ElectLeaders type 2 answered %+v", resp)
+	}
+
 	// Bad transfers.
 	before := partitionLeaders(t, bs[0], topic)
 	nr := preferredReplicas(t, bs[0], narrow)[0]
@@ -247,9 +269,8 @@ func TestLeadershipTransferAndElectLeaders(t *testing.T) {
 		}
 	}
 	adminExpect(t, bs[0], "DELETE", fmt.Sprintf("/v1/brokers/%d/maintenance", other), 200, "")
-	if st := getMaintenance(t, bs[2], int(other)); st.Draining || st.Finished {
-		t.Errorf("maintenance status after DELETE: %+v", st)
-	}
+	// Another broker's controller replica applies the change a moment later.
+	waitFor(t, 10*time.Second, func() bool { st := getMaintenance(t, bs[2], int(other)); return !st.Draining && !st.Finished })
 	// The refused transfers moved nothing (the drain moved only the maintenance broker's).
 	after := partitionLeaders(t, bs[0], topic)
 	for p, l := range before {
