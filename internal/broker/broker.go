@@ -1,7 +1,10 @@
 // Package broker wires one Cairn node together: its inter-broker transport, its multi-raft
 // host, its controller service (the cluster metadata, internal/cluster), the partition
 // replicas the metadata assigns to it, the leadership table Metadata answers from, and the
-// group coordinator. It routes work to local replicas. Every inter-broker message reaches its
+// group coordinator. It routes work to local replicas. It moves leadership, only ever by
+// Raft leadership transfer: on request from any broker (leadership_transfer.go), off a
+// broker in maintenance (maintenance.go) and back to preferred replicas (the leader
+// balancer, balancer.go, on the controller leader). Every inter-broker message reaches its
 // part through one rpc.Registry, on which each part registers its own message types (the
 // numbers are internal/rpc's table) when it is created. It must not speak the Kafka wire
 // protocol (that is internal/kafka), implement partition semantics (internal/partition) or
