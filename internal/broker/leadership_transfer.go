@@ -27,10 +27,12 @@ const msgTransferLeader = rpc.MsgTransferLeader
 const transferLeaderVersion = 1
 
 // transferWait bounds how long TransferLeadership waits for the leadership to move;
-// transferRetry is how often it asks the leader again meanwhile.
+// transferRetry is how often it asks the leader again meanwhile, leaderlessRetry how often
+// it looks again for a leader to ask.
 const (
-	transferWait  = 10 * time.Second
-	transferRetry = time.Second
+	transferWait    = 10 * time.Second
+	transferRetry   = time.Second
+	leaderlessRetry = 200 * time.Millisecond
 )
 
 var errBadTransfer = errors.New("malformed leadership transfer request")
@@ -106,31 +108,40 @@ func (b *Broker) ElectPreferredLeader(topic string, p int32, wait time.Duration)
 	return b.transferWithin(topic, p, preferred, wait)
 }
 
+// transferWithin asks for the transfer and waits until target leads, asking again every
+// transferRetry. A partition in the middle of an election (no leader known here) is asked
+// again until wait passes, as is a leader whose ISR, as last heard here, lacks target.
 func (b *Broker) transferWithin(topic string, p int32, target int32, wait time.Duration) *Error {
-	t, leader, err := b.requestTransfer(topic, p, target)
-	if t == nil || leader == target {
-		return err
-	}
-	// err, if any, is the leader's ISR as this broker last heard it lacking target: the
-	// leader was asked anyway, and the answer is whether the leadership moves.
 	deadline := time.Now().Add(wait)
-	lastAsk := time.Now()
+	var next time.Time // when to ask the leader (again)
+	var last *Error    // the refusal to report if the leadership never moves
+	leader := int32(-1)
 	for {
-		v := b.PartitionView(*t, p)
-		if v.Leader == target {
-			return nil
+		if !time.Now().Before(next) {
+			t, asked, err := b.requestTransfer(topic, p, target)
+			switch {
+			case t != nil && asked == target:
+				return nil
+			case t != nil:
+				leader, last, next = asked, err, time.Now().Add(transferRetry)
+			case err.Code == kerr.LeaderNotAvailable:
+				last, next = err, time.Now().Add(leaderlessRetry)
+			default:
+				return err
+			}
+		}
+		if t, ok := b.topic(topic); ok && p < t.Partitions() {
+			if v := b.PartitionView(*t, p); v.Leader == target {
+				return nil
+			} else if v.Leader >= 0 {
+				leader = v.Leader
+			}
 		}
 		if time.Now().After(deadline) {
-			if err != nil {
-				return err
+			if last != nil {
+				return last
 			}
-			return errorf(kerr.RequestTimedOut, "the leadership of %s/%d did not move to broker %d within %s (it is on broker %d)", topic, p, target, wait, v.Leader)
-		}
-		if time.Since(lastAsk) >= transferRetry {
-			if t, _, err = b.requestTransfer(topic, p, target); t == nil {
-				return err
-			}
-			lastAsk = time.Now()
+			return errorf(kerr.RequestTimedOut, "the leadership of %s/%d did not move to broker %d within %s (it is on broker %d)", topic, p, target, wait, leader)
 		}
 		select {
 		case <-b.ctx.Done():

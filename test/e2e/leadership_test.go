@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -440,4 +441,93 @@ func TestLeaderBalancer(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// TestMaintenanceDrainThousandPartitions measures the drain of a broker that leads a third
+// of 1,000 RF=3 partitions (docs/benchmarks.md). It takes a minute of both cores, so it
+// runs only with CAIRN_E2E_SCALE=1.
+func TestMaintenanceDrainThousandPartitions(t *testing.T) {
+	if os.Getenv("CAIRN_E2E_SCALE") == "" {
+		t.Skip("set CAIRN_E2E_SCALE=1 to run the 1,000-partition drain")
+	}
+	bs := startCluster(t, 3)
+	adm := bs[0].Admin(t)
+	setCluster(t, adm, "auto.leader.rebalance.enable", "false")
+	const topic, parts = "wide", 1000
+	start := time.Now()
+	resp, err := adm.CreateTopic(ctxFor(t, 10*time.Minute), parts, 3, nil, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("CreateTopics: %v %v", err, resp.Err)
+	}
+	t.Logf("created %d partitions in %v", parts, time.Since(start).Round(time.Millisecond))
+	// Wait until broker 2 leads some, then drain it, timing from the PUT.
+	waitFor(t, 5*time.Minute, func() bool {
+		for _, e := range getBrokers(t, bs[0]) {
+			if e.NodeID == 2 && e.Leaders > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, 2*time.Minute, func() bool {
+		c := 0
+		for _, l := range partitionLeaders(t, bs[0], topic) {
+			if l > 0 {
+				c++
+			}
+		}
+		return c == parts
+	})
+	all := make([]int32, parts)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	elect := func() {
+		start := time.Now()
+		res, err := adm.ElectLeaders(ctxFor(t, 5*time.Minute), kadm.ElectPreferredReplica, kadm.TopicsSet{topic: setOf(all)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := 0
+		for _, r := range res[topic] {
+			if r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
+				failed++
+				t.Logf("preferred election of %s/%d: %v: %s", topic, r.Partition, r.Err, r.ErrMessage)
+			}
+		}
+		t.Logf("preferred election of %d partitions in %v: %d failed", len(res[topic]), time.Since(start).Round(time.Millisecond), failed)
+	}
+	ledBy2 := func() int {
+		n := 0
+		for _, l := range partitionLeaders(t, bs[0], topic) {
+			if l == 2 {
+				n++
+			}
+		}
+		return n
+	}
+	for run := 0; run < 2; run++ {
+		elect()
+		waitFor(t, time.Minute, func() bool { return ledBy2() >= parts/3 })
+		held := getMaintenance(t, bs[0], 2).LeadersLeft
+		start = time.Now()
+		adminExpect(t, bs[0], "PUT", "/v1/brokers/2/maintenance", 200, "")
+		waitFor(t, 5*time.Minute, func() bool {
+			st := getMaintenance(t, bs[0], 2)
+			return st.Finished && st.LeadersLeft == 0
+		})
+		t.Logf("run %d: drained %d leaderships off broker 2 in %v", run+1, held, time.Since(start).Round(time.Millisecond))
+		if n := ledBy2(); n != 0 {
+			t.Errorf("Metadata still names broker 2 the leader of %d partitions", n)
+		}
+		adminExpect(t, bs[0], "DELETE", "/v1/brokers/2/maintenance", 200, "")
+	}
+}
+
+func setOf(ps []int32) map[int32]struct{} {
+	out := make(map[int32]struct{}, len(ps))
+	for _, p := range ps {
+		out[p] = struct{}{}
+	}
+	return out
 }
