@@ -365,6 +365,78 @@ func TestMaintenanceDrainAndRollingRestart(t *testing.T) {
 	checkAckedReadable(t, acked, consumeAll(t, bs[1], topic, parts, int(total)))
 }
 
+// TestMaintenanceBrokerWinsNoElection: with broker 3 in maintenance, a kill -9 of broker 1
+// leaves broker 2 to win every election, the controller group's included: broker 3 votes
+// but never campaigns, and the cluster keeps serving.
+func TestMaintenanceBrokerWinsNoElection(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	const topic, parts = "noelect", 6
+	createReplicatedTopic(t, bs[0].Admin(t), topic, parts, 3)
+	drain(t, bs[1], 3)
+	// Broker 3's own drain would hand back any leadership it won, so the end state alone
+	// shows little: the leader epochs show whether it won in between. Each partition broker 1
+	// led takes exactly one new term, won by broker 2 (only broker 2 campaigns, so no vote
+	// splits); one that broker 3 had won and handed on would take two.
+	epochs := func() (map[int32]int32, map[int32]int32) {
+		md, err := bs[1].Admin(t).ListTopics(ctxFor(t, 10*time.Second), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders, ep := map[int32]int32{}, map[int32]int32{}
+		for p, d := range md[topic].Partitions {
+			leaders[p], ep[p] = d.Leader, d.LeaderEpoch
+		}
+		return leaders, ep
+	}
+	var before, beforeEpoch map[int32]int32
+	waitFor(t, 30*time.Second, func() bool {
+		before, beforeEpoch = epochs()
+		for _, l := range before {
+			if l != 1 && l != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	bs[0].Kill9()
+	survivors := []*Broker{bs[1], bs[2]}
+	var after, afterEpoch map[int32]int32
+	waitFor(t, 60*time.Second, func() bool {
+		after, afterEpoch = epochs()
+		for _, l := range after {
+			if l != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	for p, l := range before {
+		want := beforeEpoch[p]
+		if l == 1 {
+			want++
+		}
+		if afterEpoch[p] != want {
+			t.Errorf("%s/%d (led by %d, epoch %d) is at epoch %d, want %d: an election other than broker 2's took place", topic, p, l, beforeEpoch[p], afterEpoch[p], want)
+		}
+	}
+	var cluster struct {
+		Controller struct {
+			Leader int32 `json:"leader"`
+		} `json:"controller"`
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		_ = json.Unmarshal(adminExpect(t, bs[2], "GET", "/v1/cluster", 200, ""), &cluster)
+		return cluster.Controller.Leader == 2
+	})
+	if st := getMaintenance(t, bs[2], 3); st.LeadersLeft != 0 {
+		t.Errorf("broker 3 in maintenance took leaderships when broker 1 died: %+v", st)
+	}
+	produceSync(t, clusterClient(t, survivors), topic, "after-kill", 50)
+	bs[0].Restart()
+	adminExpect(t, bs[0], "DELETE", "/v1/brokers/3/maintenance", 200, "")
+}
+
 // TestLeaderBalancer: a stopped broker's leaderships move to the others; once it is back,
 // the balancer (interval set to 1 s) gives each broker its even share again. With
 // auto.leader.rebalance.enable=false a broker that comes back is given nothing.
