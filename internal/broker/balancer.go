@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/cairn-io/cairn/internal/config"
 )
 
 // The leader balancer. Elections leave leaderships wherever they fell: after a broker
@@ -72,7 +70,7 @@ func (b *Broker) balancerLoop() {
 			continue
 		}
 		last = time.Now()
-		b.BalanceLeaders(cc)
+		b.BalanceLeaders()
 	}
 }
 
@@ -134,9 +132,10 @@ func (b *Broker) planBalance(pct int) balancePlan {
 // records no reassignment in progress yet: when it does, check it here.
 func partitionMoving(ledPartition) bool { return false }
 
-// BalanceLeaders runs one balancer round now and returns how many transfers it started.
-func (b *Broker) BalanceLeaders(cc config.ClusterConfig) int {
-	plan := b.planBalance(cc.LeaderImbalancePerBrokerPct)
+// BalanceLeaders runs one balancer round now, on whichever broker it is called, whether or
+// not the balancer is enabled, and returns how many transfers it started.
+func (b *Broker) BalanceLeaders() int {
+	plan := b.planBalance(b.clusterConfig().LeaderImbalancePerBrokerPct)
 	moved := 0
 	for _, lp := range plan.moves {
 		if moved == maxBalancerMoves {
