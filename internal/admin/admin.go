@@ -1,7 +1,10 @@
 // Package admin owns the node's HTTP admin surface: readiness, the per-partition boundary
-// view, the cluster health overview, Prometheus metrics and pprof profiles. It only reads
-// from the broker and its partitions; it must never change partition state or speak the
-// Kafka protocol.
+// view, the cluster health overview (health.go), the broker list, maintenance mode,
+// leadership transfer and the leader balancer's status (brokers.go), Prometheus metrics
+// and pprof profiles. It reads from the broker and
+// its partitions, and changes cluster state only through the broker's own methods
+// (SetMaintenance, TransferLeadership); it must never change partition state directly or
+// speak the Kafka protocol.
 package admin
 
 import (
@@ -244,6 +247,12 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s.mux.HandleFunc("GET /v1/partitions/{topic}/{partition}", s.handlePartition)
 	s.mux.HandleFunc("GET /v1/cluster", s.handleCluster)
 	s.mux.HandleFunc("GET /v1/cluster/health_overview", s.handleHealthOverview)
+	s.mux.HandleFunc("GET /v1/cluster/leader_balancer", s.handleLeaderBalancer)
+	s.mux.HandleFunc("GET /v1/brokers", s.handleBrokers)
+	s.mux.HandleFunc("GET /v1/brokers/{id}/maintenance", s.handleMaintenanceStatus)
+	s.mux.HandleFunc("PUT /v1/brokers/{id}/maintenance", s.handleMaintenance(true))
+	s.mux.HandleFunc("DELETE /v1/brokers/{id}/maintenance", s.handleMaintenance(false))
+	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/transfer_leadership", s.handleTransferLeadership)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

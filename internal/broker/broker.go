@@ -1,7 +1,10 @@
 // Package broker wires one Cairn node together: its inter-broker transport, its multi-raft
 // host, its controller service (the cluster metadata, internal/cluster), the partition
 // replicas the metadata assigns to it, the leadership table Metadata answers from, and the
-// group coordinator. It routes work to local replicas. Every inter-broker message reaches its
+// group coordinator. It routes work to local replicas. It moves leadership, only ever by
+// Raft leadership transfer: on request from any broker (leadership_transfer.go), off a
+// broker in maintenance (maintenance.go) and back to preferred replicas (the leader
+// balancer, balancer.go, on the controller leader). Every inter-broker message reaches its
 // part through one rpc.Registry, on which each part registers its own message types (the
 // numbers are internal/rpc's table) when it is created. It must not speak the Kafka wire
 // protocol (that is internal/kafka), implement partition semantics (internal/partition) or
@@ -134,6 +137,8 @@ type Broker struct {
 	// min.insync.racks, with what was said (see warnRackShortfalls).
 	rackShort map[string]string
 
+	balancer balancerState // the leader balancer's rounds on this broker (balancer.go)
+
 	pidMu   sync.Mutex // producer ids from the controller's blocks
 	pidNext int64
 	pidEnd  int64
@@ -246,6 +251,8 @@ func New(cfg Config) (*Broker, error) {
 	b.spawn(b.reconcileLoop)
 	b.spawn(b.leadershipLoop)
 	b.spawn(b.retentionLoop)
+	b.spawn(b.maintenanceLoop)
+	b.spawn(b.balancerLoop)
 	return b, nil
 }
 
@@ -257,6 +264,7 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 		raftrpc.Register(reg, b.host, nil),
 		reg.Register(func(from int32, _ uint8, payload []byte) { b.leaders.receive(from, payload, b.lg) }, msgLeaders),
 		reg.Register(b.fwd.handle, msgForwardRequest, msgForwardResponse),
+		reg.Register(b.handleTransferLeader, msgTransferLeader),
 	)
 }
 

@@ -154,6 +154,7 @@ var decoders = map[string]func() Command{
 	"set_cluster_config":         func() Command { return &SetClusterConfig{} },
 	"allocate_producer_id_block": func() Command { return &AllocateProducerIDBlock{} },
 	"reassign_partition":         func() Command { return &ReassignPartition{} },
+	"set_broker_maintenance":     func() Command { return &SetBrokerMaintenance{} },
 }
 
 // envelope is the encoded form of a command: {"v":1,"op":"create_topic","body":{...}}.

@@ -17,6 +17,7 @@ func allCommands() []Command {
 		&SetClusterConfig{Overrides: map[string]string{"x": "y"}, Delete: []string{"w"}},
 		&AllocateProducerIDBlock{Broker: 1, Size: 1000},
 		&ReassignPartition{Topic: "t", Partition: 1, Replicas: []int32{2, 1}},
+		&SetBrokerMaintenance{ID: 2, On: true},
 	}
 }
 
@@ -111,6 +112,8 @@ func derefCommand(c Command) Command {
 	case *AllocateProducerIDBlock:
 		return *c
 	case *ReassignPartition:
+		return *c
+	case *SetBrokerMaintenance:
 		return *c
 	}
 	panic("unknown command")

@@ -32,8 +32,8 @@ func genCommand(t *rapid.T) Command {
 	})
 	configs := rapid.MapOfN(rapid.SampledFrom([]string{"", "x", "y"}), rapid.SampledFrom([]string{"1", "2"}), 0, 2)
 	keys := rapid.SliceOfN(rapid.SampledFrom([]string{"", "x", "y"}), 0, 2)
-	op := rapid.IntRange(0, 11).Draw(t, "op")
-	if op >= 10 {
+	op := rapid.IntRange(0, 12).Draw(t, "op")
+	if op == 10 || op == 11 {
 		op = 1 // more registrations
 	}
 	switch op {
@@ -63,6 +63,8 @@ func genCommand(t *rapid.T) Command {
 		return SetClusterConfig{Overrides: configs.Draw(t, "set"), Delete: keys.Draw(t, "delete"), Replace: rapid.Bool().Draw(t, "replace")}
 	case 8:
 		return AllocateProducerIDBlock{Broker: brokerID.Draw(t, "broker"), Size: rapid.Int32Range(-1, 100).Draw(t, "size")}
+	case 12:
+		return SetBrokerMaintenance{ID: brokerID.Draw(t, "broker"), On: rapid.Bool().Draw(t, "on")}
 	default:
 		return ReassignPartition{Topic: topic.Draw(t, "topic"), Partition: rapid.Int32Range(-1, 4).Draw(t, "partition"), Replicas: replicas.Draw(t, "replicas")}
 	}
