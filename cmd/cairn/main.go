@@ -1,8 +1,10 @@
 // Command cairn is Cairn's single binary: `cairn start` runs a broker, and the other
-// subcommands (topic, produce, consume, group) are Kafka clients built on franz-go.
+// subcommands (topic, produce, consume, group) are Kafka clients built on franz-go;
+// `cairn cluster` runs cluster operations over a broker's admin HTTP API.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -16,9 +18,17 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newStartCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd(), newBenchCmd())
+	root.AddCommand(newStartCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd(), newClusterCmd(), newBenchCmd())
 	if err := root.Execute(); err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+			if ee.err == nil { // the command said all there was to say
+				os.Exit(code)
+			}
+		}
 		fmt.Fprintln(os.Stderr, "cairn:", err)
-		os.Exit(1)
+		os.Exit(code)
 	}
 }

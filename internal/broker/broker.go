@@ -1,7 +1,10 @@
 // Package broker wires one Cairn node together: its inter-broker transport, its multi-raft
 // host, its controller service (the cluster metadata, internal/cluster), the partition
 // replicas the metadata assigns to it, the leadership table Metadata answers from, and the
-// group coordinator. It routes work to local replicas. Every inter-broker message reaches its
+// group coordinator. It routes work to local replicas. It moves leadership, only ever by
+// Raft leadership transfer: on request from any broker (leadership_transfer.go), off a
+// broker in maintenance (maintenance.go) and back to preferred replicas (the leader
+// balancer, balancer.go, on the controller leader). Every inter-broker message reaches its
 // part through one rpc.Registry, on which each part registers its own message types (the
 // numbers are internal/rpc's table) when it is created. It must not speak the Kafka wire
 // protocol (that is internal/kafka), implement partition semantics (internal/partition) or
@@ -135,6 +138,8 @@ type Broker struct {
 	// min.insync.racks, with what was said (see warnRackShortfalls).
 	rackShort map[string]string
 
+	balancer balancerState // the leader balancer's rounds on this broker (balancer.go)
+
 	pidMu   sync.Mutex // producer ids from the controller's blocks
 	pidNext int64
 	pidEnd  int64
@@ -249,6 +254,8 @@ func New(cfg Config) (*Broker, error) {
 	b.spawn(b.leadershipLoop)
 	b.spawn(b.retentionLoop)
 	b.spawn(b.moveLoop)
+	b.spawn(b.maintenanceLoop)
+	b.spawn(b.balancerLoop)
 	return b, nil
 }
 
@@ -265,6 +272,7 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 				b.lg.Warn("dropping a malformed move progress report", "from", from, "err", err)
 			}
 		}, msgMoveProgress),
+		reg.Register(b.handleTransferLeader, msgTransferLeader),
 	)
 }
 

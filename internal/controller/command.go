@@ -149,6 +149,7 @@ var decoders = map[string]func() Command{
 	"cancel_reassignment":        func() Command { return &CancelReassignment{} },
 	"mark_reassignment_final":    func() Command { return &MarkReassignmentFinal{} },
 	"complete_reassignment":      func() Command { return &CompleteReassignment{} },
+	"set_broker_maintenance":     func() Command { return &SetBrokerMaintenance{} },
 }
 
 // sinceVersion is the encoding version that introduced each command newer than version 1.
@@ -161,6 +162,7 @@ var sinceVersion = map[string]int{
 	"cancel_reassignment":     2,
 	"mark_reassignment_final": 2,
 	"complete_reassignment":   2,
+	"set_broker_maintenance":  2,
 }
 
 // envelope is the encoded form of a command: {"v":1,"op":"create_topic","body":{...}}.

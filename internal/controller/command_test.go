@@ -20,6 +20,7 @@ func allCommands() []Command {
 		&CancelReassignment{Topic: "t", Partition: 1},
 		&MarkReassignmentFinal{Topic: "t", Partition: 1, Goal: []int32{3, 1, 4}},
 		&CompleteReassignment{Topic: "t", Partition: 1, Replicas: []int32{3, 1, 4}},
+		&SetBrokerMaintenance{ID: 2, On: true},
 	}
 }
 
@@ -131,6 +132,8 @@ func derefCommand(c Command) Command {
 	case *MarkReassignmentFinal:
 		return *c
 	case *CompleteReassignment:
+		return *c
+	case *SetBrokerMaintenance:
 		return *c
 	}
 	panic("unknown command")

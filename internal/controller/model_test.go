@@ -34,8 +34,8 @@ func genCommand(t *rapid.T) Command {
 	configs := rapid.MapOfN(rapid.SampledFrom([]string{"", "x", "y"}), rapid.SampledFrom([]string{"1", "2"}), 0, 2)
 	keys := rapid.SliceOfN(rapid.SampledFrom([]string{"", "x", "y"}), 0, 2)
 	partition := rapid.Int32Range(-1, 3)
-	op := rapid.IntRange(0, 14).Draw(t, "op")
-	if op >= 13 {
+	op := rapid.IntRange(0, 15).Draw(t, "op")
+	if op >= 14 {
 		op = 1 // more registrations
 	}
 	switch op {
@@ -73,6 +73,8 @@ func genCommand(t *rapid.T) Command {
 		return CancelReassignment{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition")}
 	case 11:
 		return MarkReassignmentFinal{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition"), Goal: replicas.Draw(t, "goal")}
+	case 12:
+		return SetBrokerMaintenance{ID: brokerID.Draw(t, "broker"), On: rapid.Bool().Draw(t, "on")}
 	default:
 		return CompleteReassignment{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition"), Replicas: replicas.Draw(t, "replicas")}
 	}

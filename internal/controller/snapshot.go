@@ -90,6 +90,9 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		b := br
 		s.brokers[b.ID] = &b
 	}
+	if n := countMaintenance(s.brokers); n > 1 {
+		return bad("%d brokers in maintenance; at most one may be", n)
+	}
 	for _, b := range s.brokers {
 		if other := addrConflict(s.brokers, b.ID, b.KafkaAddr, b.RPCAddr); b.Live && other >= 0 {
 			return bad("live brokers %d and %d share an address", b.ID, other)

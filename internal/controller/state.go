@@ -22,6 +22,8 @@ type Broker struct {
 	Rack        string `json:"rack,omitempty"`
 	Incarnation uint64 `json:"incarnation"`
 	Live        bool   `json:"live"`
+	// Maintenance is set while the broker is in maintenance mode (SetBrokerMaintenance).
+	Maintenance bool `json:"maintenance,omitempty"`
 }
 
 // Topic is a topic as the controller knows it. Assignment[p] is partition p's replica
@@ -221,6 +223,8 @@ func (s *State) apply(cmd Command, res *Result) *applyErr {
 		return s.markReassignmentFinal(c)
 	case *CompleteReassignment:
 		return s.completeReassignment(c)
+	case *SetBrokerMaintenance:
+		return s.setBrokerMaintenance(c)
 	}
 	return reject(kerr.InvalidRequest, "unknown command %T", cmd)
 }
@@ -249,7 +253,11 @@ func (s *State) registerBroker(c *RegisterBroker) *applyErr {
 	if old, ok := s.brokers[c.ID]; ok && c.Incarnation <= old.Incarnation {
 		return reject(kerr.DuplicateBrokerRegistration, "broker %d is registered with incarnation %d; %d is not newer", c.ID, old.Incarnation, c.Incarnation)
 	}
-	s.brokers[c.ID] = &Broker{ID: c.ID, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr, Rack: c.Rack, Incarnation: c.Incarnation, Live: true}
+	nb := &Broker{ID: c.ID, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr, Rack: c.Rack, Incarnation: c.Incarnation, Live: true}
+	if old, ok := s.brokers[c.ID]; ok {
+		nb.Maintenance = old.Maintenance // a restart within maintenance stays in it
+	}
+	s.brokers[c.ID] = nb
 	return nil
 }
 

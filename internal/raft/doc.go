@@ -8,7 +8,8 @@
 //     lifecycle and state; proposal.go and control.go: the calls into a group; schedule.go:
 //     the queues, workers and ticker; ready.go: ready handling and applying; flush.go:
 //     group commit and write caching; outbox.go: per-peer batching of outbound traffic;
-//     visible.go: a leader's visible index told to its followers; status.go);
+//     visible.go: a leader's visible index told to its followers; campaign.go: the switch
+//     that keeps a host in maintenance from winning elections; status.go);
 //   - the written-index tracking behind the majority-replicated boundary, whose rule is
 //     pure functions (majority.go), and the coalesced heartbeats and quiescence of idle
 //     groups (quiesce.go).

@@ -52,6 +52,9 @@ func (h *Host) process(g *group, ob *outbox) bool {
 		_ = rn.Step(m)
 	}
 	for _, m := range msgs {
+		if h.ignoresInbound(m) {
+			continue
+		}
 		_ = rn.Step(m) // errors: a message of a peer not (or no longer) in the group
 	}
 	for _, f := range ctl {
@@ -128,6 +131,9 @@ func (h *Host) handleReady(g *group, ob *outbox) error {
 			}
 			steps = append(steps, m.GetResponses()...)
 		default:
+			if h.dropsOutbound(m) {
+				continue
+			}
 			ob.addMsg(m.GetTo(), g.id, m)
 			if m.GetType() == pb.MsgHeartbeat {
 				g.heartbeatSent(m.GetTo())

@@ -73,6 +73,21 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	"campaign": func(s *script, td *datadriven.TestData) string {
 		return errString(s.d.Host(s.d.HostArg(td)).Campaign(scriptGroup))
 	},
+	// campaigning H on|off: host H's campaign switch (Host.SetCampaigning).
+	"campaigning": func(s *script, td *datadriven.TestData) string {
+		args := rafttest.Positional(td)
+		if len(args) != 2 || (args[1] != "on" && args[1] != "off") {
+			s.t.Fatalf("%s: campaigning H on|off", td.Pos)
+		}
+		s.d.Host(rafttest.ParseID(s.t, args[0])).SetCampaigning(args[1] == "on")
+		return ""
+	},
+	// transfer H to=ID: host H (leading) hands leadership to ID.
+	"transfer": func(s *script, td *datadriven.TestData) string {
+		var to uint64
+		td.ScanArgs(s.t, "to", &to)
+		return errString(s.d.Host(s.d.HostArg(td)).TransferLeadership(scriptGroup, to))
+	},
 	// propose H NAME [records=N]: host H proposes a batch of N records (default 1).
 	"propose": func(s *script, td *datadriven.TestData) string {
 		args := rafttest.Positional(td)
