@@ -152,15 +152,16 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 		// The entries at or below the snapshot are committed, but this replica cannot
 		// tell whether they are the proposed ones: fail them (never a false success).
 		g.truncateProps(snap.GetMetadata().GetIndex()+1, nil)
-		g.conf = g.rn.Status().Config.Voters // raft restored the snapshot's configuration
-		g.notePeers()
-		g.updateSolo()
+		g.noteConf() // raft restored the snapshot's configuration
 	}
 	if ents := m.GetEntries(); len(ents) > 0 {
 		g.truncateProps(ents[0].GetIndex(), ents)
 		conv, err := g.ls.appendEntries(ents, true)
 		if err != nil {
 			return err
+		}
+		if g.state == etcdraft.StateLeader {
+			g.noteOwnAppends(ents)
 		}
 		for _, e := range ents {
 			if len(e.GetData()) == 0 {
@@ -251,9 +252,7 @@ func (g *group) handleApply(m *pb.Message) error {
 		if err := g.ls.SetConfState(e.GetIndex(), cs); err != nil {
 			return err
 		}
-		g.conf = g.rn.Status().Config.Voters
-		g.notePeers()
-		g.updateSolo()
+		g.noteConf()
 		g.needMaj = true
 	}
 	if g.apply != nil {
@@ -317,4 +316,20 @@ func (g *group) updateMajority() {
 	g.trimCache()
 	g.majority = majorityReplicated(g.conf, g.acked, g.majority, own, g.term, g.ls)
 	g.signalReplicated(max(g.majority, g.rn.BasicStatus().GetCommit()))
+}
+
+// noteOwnAppends records, on a leader, its term's first entry and the configuration
+// changes it appends (Status.PendingConf).
+func (g *group) noteOwnAppends(ents []*pb.Entry) {
+	for _, e := range ents {
+		if e.GetTerm() != g.term {
+			continue
+		}
+		if g.ownFirst == 0 {
+			g.ownFirst = e.GetIndex()
+		}
+		if t := e.GetType(); t == pb.EntryConfChange || t == pb.EntryConfChangeV2 {
+			g.confProposed = max(g.confProposed, e.GetIndex())
+		}
+	}
 }
