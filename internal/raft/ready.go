@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/quorum"
@@ -52,6 +53,9 @@ func (h *Host) process(g *group, ob *outbox) bool {
 		_ = rn.Step(m)
 	}
 	for _, m := range msgs {
+		if m.GetType() == pb.MsgSnap {
+			g.admitSnapshot(m)
+		}
 		_ = rn.Step(m) // errors: a message of a peer not (or no longer) in the group
 	}
 	for _, f := range ctl {
@@ -332,4 +336,27 @@ func (g *group) noteOwnAppends(ents []*pb.Entry) {
 			g.confProposed = max(g.confProposed, e.GetIndex())
 		}
 	}
+}
+
+// admitSnapshot makes this replica a learner in the configuration of a snapshot that
+// does not name it. A snapshot here marks the leader's log prefix boundary, and carries
+// the configuration in force there; a replica added after it (a learner joining once
+// retention took the log's start) is not in it, and raft would refuse the snapshot
+// forever. The leader sends one only to a member of its configuration, and the entries
+// after the boundary hold the change that added this replica (re-adding a learner is a
+// no-op), so once they are applied the configuration is exactly the leader's.
+func (g *group) admitSnapshot(m *pb.Message) {
+	md := m.GetSnapshot().GetMetadata()
+	cs := md.GetConfState()
+	if cs == nil {
+		return
+	}
+	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetLearners(), cs.GetVotersOutgoing()} {
+		if slices.Contains(ids, g.h.id) {
+			return
+		}
+	}
+	cs = proto.Clone(cs).(*pb.ConfState)
+	cs.Learners = append(cs.Learners, g.h.id)
+	md.ConfState = cs
 }

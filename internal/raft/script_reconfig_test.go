@@ -18,18 +18,24 @@ import (
 // a leader, and what a move must leave behind (the same log everywhere, the leader's view
 // of every member).
 func init() {
-	// reconfigure H target=4,5,6 [until-done]: host H's planner takes one step towards the
-	// target (a new target replaces H's planner) and executes it: a proposal runs at once,
-	// a transfer is queued. With until-done, the hosts stabilize after each step and the
-	// steps go on, on whichever host leads, until the plan waits or is done.
+	// reconfigure H target=4,5,6 [steps=N|until-done]: host H's planner takes one step
+	// towards the target (a new target replaces H's planner) and executes it: a proposal
+	// runs at once, a transfer is queued. With steps or until-done, the hosts stabilize
+	// after each step and the steps go on, on whichever host leads, N of them or until the
+	// plan waits or is done.
 	scriptCommands["reconfigure"] = func(s *script, td *datadriven.TestData) string {
 		args := rafttest.Positional(td, "until-done")
 		if len(args) != 1 {
 			s.t.Fatalf("%s: reconfigure H target=ID,... [until-done]", td.Pos)
 		}
 		id, target := rafttest.ParseID(s.t, args[0]), s.target(td)
+		steps := 1
+		if td.HasArg("until-done") {
+			steps = 50
+		}
+		td.MaybeScanArgs(s.t, "steps", &steps)
 		var out []string
-		for range 50 {
+		for n := 1; n <= 50; n++ {
 			step := s.reconfig(id, target).Next(s.mustStatus(id))
 			out = append(out, fmt.Sprintf("%d: %s", id, describeStep(step)))
 			switch step.Kind {
@@ -42,7 +48,7 @@ func init() {
 					out = append(out, "  "+err.Error())
 				}
 			}
-			if !td.HasArg("until-done") || step.Kind == raft.ReconfigWait || step.Kind == raft.ReconfigDone {
+			if n == steps || step.Kind == raft.ReconfigWait || step.Kind == raft.ReconfigDone {
 				return strings.Join(out, "\n")
 			}
 			s.d.Stabilize()

@@ -32,6 +32,8 @@ type script struct {
 	// joiners are the hosts whose replica starts with no bootstrap: it joins when a
 	// leader adds it.
 	joiners map[uint64]bool
+	// atZero: the bootstrap configuration is in force at index 0 (an earlier release's).
+	atZero bool
 	// reconfigs are the planners, by the host that drives them (a new leader, a new one).
 	reconfigs map[uint64]*raft.Reconfig
 	// flushDelay is the write-caching policy's hold (0: strict, every append flushed at once).
@@ -45,14 +47,17 @@ type script struct {
 
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
 var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
-	// add-hosts N [voters=1,2,3] [join=4,5] [write-caching=DURATION] [share-visible=BOOL]
-	// [show-visible]: a new scenario of N hosts (voters: all); join hosts start their
-	// replica with no bootstrap (they join when added); with write-caching, appends
+	// add-hosts N [voters=1,2,3] [join=4,5] [bootstrap-at-zero] [write-caching=DURATION]
+	// [share-visible=BOOL] [show-visible]: a new scenario of N hosts (voters: all); join
+	// hosts start their replica with no bootstrap (they join when added); with
+	// bootstrap-at-zero the others bootstrap as an earlier release did (the configuration
+	// in force at index 0, not in the log); with write-caching, appends
 	// wait that long before their fsync; share-visible is the groups' ShareVisible (as the
 	// partition's: write caching, unless given); with show-visible, deliver names the
 	// leaders' visible reports.
 	"add-hosts": func(s *script, td *datadriven.TestData) string {
-		n := rafttest.HostCount(s.t, td, "show-visible")
+		n := rafttest.HostCount(s.t, td, "show-visible", "bootstrap-at-zero")
+		s.atZero = td.HasArg("bootstrap-at-zero")
 		var delay time.Duration
 		mode := "strict"
 		if a, ok := td.Arg("write-caching"); ok {
@@ -81,6 +86,9 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		s.d.ShowVisible(td.HasArg("show-visible"))
 		if len(s.joiners) > 0 {
 			mode += fmt.Sprintf(", joining %v", sortedKeys(s.joiners))
+		}
+		if s.atZero {
+			mode += ", bootstrap at index 0"
 		}
 		return fmt.Sprintf("%d hosts, voters %v, %s", n, s.voters, mode)
 	},
@@ -226,7 +234,7 @@ func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 }
 
 func (s *script) addGroup(id uint64) {
-	cfg := raft.GroupConfig{Storage: s.ls[id], BootstrapInLog: true}
+	cfg := raft.GroupConfig{Storage: s.ls[id], BootstrapInLog: !s.atZero}
 	if !s.joiners[id] {
 		cfg.Bootstrap = &pb.ConfState{Voters: s.voters}
 	}
