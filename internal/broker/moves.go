@@ -140,7 +140,7 @@ func (b *Broker) driveMove(r *replica, m controller.PartitionReassignment) {
 		b.moves.runs[r.group] = run
 	}
 	b.moves.mu.Unlock()
-	if !b.host.JoinableLog(r.group) {
+	if ok, err := b.host.JoinableLog(r.group); err == nil && !ok {
 		b.refuseUnjoinable(r, m, run)
 		return
 	}
