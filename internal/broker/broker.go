@@ -510,6 +510,13 @@ func (b *Broker) place(partitions int32, rf int16) ([][]int32, *Error) {
 // CreateTopic creates a topic; partitions and rf of -1 take the cluster defaults. It waits
 // (a bounded time) until every partition has a leader, so clients can use it at once.
 func (b *Broker) CreateTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (TopicInfo, *Error) {
+	return b.CreateTopicOn(name, partitions, rf, nil, configs, validateOnly)
+}
+
+// CreateTopicOn is CreateTopic with the replicas of each partition given (CreateTopics'
+// manual assignment, already checked to name live brokers, each once, with one count of
+// replicas for every partition) instead of placed; nil places them.
+func (b *Broker) CreateTopicOn(name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (TopicInfo, *Error) {
 	if err := ValidateTopicName(name); err != nil {
 		return TopicInfo{}, err
 	}
@@ -543,13 +550,19 @@ func (b *Broker) CreateTopic(name string, partitions int32, rf int16, configs ma
 		}
 		overrides[k] = canon
 	}
-	return b.createTopic(name, partitions, rf, overrides, validateOnly)
+	return b.createTopicOn(name, partitions, rf, assignment, overrides, validateOnly)
 }
 
 func (b *Broker) createTopic(name string, partitions int32, rf int16, overrides map[string]string, validateOnly bool) (TopicInfo, *Error) {
-	assignment, perr := b.place(partitions, rf)
-	if perr != nil {
-		return TopicInfo{}, perr
+	return b.createTopicOn(name, partitions, rf, nil, overrides, validateOnly)
+}
+
+func (b *Broker) createTopicOn(name string, partitions int32, rf int16, assignment [][]int32, overrides map[string]string, validateOnly bool) (TopicInfo, *Error) {
+	if assignment == nil {
+		var perr *Error
+		if assignment, perr = b.place(partitions, rf); perr != nil {
+			return TopicInfo{}, perr
+		}
 	}
 	if err := b.checkNewPartitionRacks(name, overrides, assignment, 0); err != nil {
 		return TopicInfo{}, err

@@ -22,8 +22,8 @@ import (
 // move to complete (or a cancelled one to return) and to read every acknowledged record
 // back from the new replicas.
 
-// adminCall sends one admin API request and returns the status and body.
-func adminCall(t *testing.T, b *Broker, method, path, body string) (int, string) {
+// adminRequest sends one admin API request with a body and returns the status and body.
+func adminRequest(t *testing.T, b *Broker, method, path, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctxFor(t, 20*time.Second), method, "http://"+b.AdminAddr+path, strings.NewReader(body))
 	if err != nil {
@@ -52,7 +52,7 @@ type reconfiguration struct {
 
 func reconfigurations(t *testing.T, b *Broker) []reconfiguration {
 	t.Helper()
-	code, body := adminCall(t, b, "GET", "/v1/partitions/reconfigurations", "")
+	code, body := adminRequest(t, b, "GET", "/v1/partitions/reconfigurations", "")
 	var out []reconfiguration
 	if code != 200 || json.Unmarshal([]byte(body), &out) != nil {
 		t.Fatalf("GET /v1/partitions/reconfigurations: %d %s", code, body)
@@ -205,11 +205,11 @@ func TestReassignAPIsHTTP(t *testing.T) {
 	to := others(bs, from[0])
 	path := "/v1/partitions/" + topic + "/0"
 
-	if code, body := adminCall(t, bs[2], "POST", path+"/cancel_reconfiguration", ""); code != 409 || !strings.Contains(body, "not being reassigned") {
+	if code, body := adminRequest(t, bs[2], "POST", path+"/cancel_reconfiguration", ""); code != 409 || !strings.Contains(body, "not being reassigned") {
 		t.Fatalf("cancel with no move: %d %s", code, body)
 	}
 	body := fmt.Sprintf(`[{"node_id":%d,"core":0},{"node_id":%d,"core":0}]`, to[0], to[1])
-	if code, resp := adminCall(t, bs[1], "POST", path+"/replicas", body); code != 200 || strings.TrimSpace(resp) != "{}" {
+	if code, resp := adminRequest(t, bs[1], "POST", path+"/replicas", body); code != 200 || strings.TrimSpace(resp) != "{}" {
 		t.Fatalf("move: %d %s", code, resp)
 	}
 	want := reconfiguration{Topic: topic, Partition: 0, Original: from, Target: to, Adding: to, Removing: from}
@@ -233,7 +233,7 @@ func TestReassignAPIsHTTP(t *testing.T) {
 		{"/v1/partitions/" + topic + "/5/replicas", `[1]`, 404, "no partition 5"},
 		{"/v1/partitions/nope/0/cancel_reconfiguration", ``, 404, "does not exist"},
 	} {
-		code, resp := adminCall(t, bs[0], "POST", tc.path, tc.body)
+		code, resp := adminRequest(t, bs[0], "POST", tc.path, tc.body)
 		var e struct {
 			Message string `json:"message"`
 			Code    int    `json:"code"`
@@ -247,7 +247,7 @@ func TestReassignAPIsHTTP(t *testing.T) {
 	}
 
 	for range 2 {
-		if code, resp := adminCall(t, bs[2], "POST", path+"/cancel_reconfiguration", ""); code != 200 {
+		if code, resp := adminRequest(t, bs[2], "POST", path+"/cancel_reconfiguration", ""); code != 200 {
 			t.Fatalf("cancel: %d %s", code, resp)
 		}
 	}
