@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"path/filepath"
 	"sync"
 
@@ -418,31 +419,24 @@ func (s *LogStorage) SetConfState(index uint64, cs *pb.ConfState) error {
 // commit n}. A crash before the state write leaves no configuration, so the next start
 // writes the same entries again (they are kept as they are: same index, same term).
 func (s *LogStorage) bootstrapInLog(cs *pb.ConfState) error {
-	var ents []*pb.Entry
-	add := func(typ pb.ConfChangeType, id uint64) error {
-		data, err := proto.Marshal(&pb.ConfChange{Type: typ.Enum(), NodeId: new(id)})
-		if err != nil {
-			return err
-		}
-		ents = append(ents, &pb.Entry{Type: pb.EntryConfChange.Enum(), Term: new(uint64(1)),
-			Index: new(uint64(len(ents) + 1)), Data: data})
-		return nil
-	}
-	for _, id := range cs.GetVoters() {
-		if err := add(pb.ConfChangeType_ConfChangeAddNode, id); err != nil {
-			return err
-		}
-	}
-	for _, id := range cs.GetLearners() {
-		if err := add(pb.ConfChangeType_ConfChangeAddLearnerNode, id); err != nil {
-			return err
-		}
-	}
-	if len(ents) == 0 {
-		return fmt.Errorf("raft: bootstrap with an empty configuration")
+	ents, err := bootstrapEntries(cs)
+	if err != nil {
+		return err
 	}
 	if s.log.FirstIndex() != 1 || s.log.LastIndex() > uint64(len(ents)) {
 		return fmt.Errorf("raft: bootstrap into a log that is not empty (indexes %d to %d)", s.log.FirstIndex(), s.log.LastIndex())
+	}
+	if last := s.log.LastIndex(); last > 0 {
+		// A crash came before the state write: what is there must be this bootstrap's.
+		held, err := s.entriesFromLog(1, last+1, math.MaxUint64)
+		if err != nil {
+			return err
+		}
+		for i, e := range held {
+			if !proto.Equal(e, ents[i]) {
+				return fmt.Errorf("raft: bootstrap: the log's entry %d is not this configuration's", e.GetIndex())
+			}
+		}
 	}
 	if _, err := s.appendEntries(ents, false); err != nil {
 		return err
@@ -459,6 +453,34 @@ func (s *LogStorage) bootstrapInLog(cs *pb.ConfState) error {
 	st.Confs = []confAt{{Index: n, CS: pb.EnsureConfState(proto.Clone(cs).(*pb.ConfState))}}
 	st.Term, st.Commit = max(st.Term, 1), max(st.Commit, n)
 	return s.saveLocked(st)
+}
+
+// bootstrapEntries are the log's first entries for the initial configuration cs.
+func bootstrapEntries(cs *pb.ConfState) ([]*pb.Entry, error) {
+	var ents []*pb.Entry
+	add := func(typ pb.ConfChangeType, id uint64) error {
+		data, err := proto.Marshal(&pb.ConfChange{Type: typ.Enum(), NodeId: new(id)})
+		if err != nil {
+			return err
+		}
+		ents = append(ents, &pb.Entry{Type: pb.EntryConfChange.Enum(), Term: new(uint64(1)),
+			Index: new(uint64(len(ents) + 1)), Data: data})
+		return nil
+	}
+	for _, id := range cs.GetVoters() {
+		if err := add(pb.ConfChangeType_ConfChangeAddNode, id); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range cs.GetLearners() {
+		if err := add(pb.ConfChangeType_ConfChangeAddLearnerNode, id); err != nil {
+			return nil, err
+		}
+	}
+	if len(ents) == 0 {
+		return nil, fmt.Errorf("raft: bootstrap with an empty configuration")
+	}
+	return ents, nil
 }
 
 // Joinable reports whether a replica added to the group later can rebuild its

@@ -56,8 +56,13 @@ func (h *Host) process(g *group, ob *outbox) bool {
 		if h.ignoresInbound(m) {
 			continue
 		}
-		if m.GetType() == pb.MsgSnap {
+		switch m.GetType() {
+		case pb.MsgSnap:
 			g.admitSnapshot(m)
+		case pb.MsgApp:
+			if g.refusesLegacyStart(m) {
+				continue
+			}
 		}
 		_ = rn.Step(m) // errors: a message of a peer not (or no longer) in the group
 	}
@@ -342,6 +347,24 @@ func (g *group) noteOwnAppends(ents []*pb.Entry) {
 			g.confProposed = max(g.confProposed, e.GetIndex())
 		}
 	}
+}
+
+// refusesLegacyStart reports whether m would give a joining replica (no configuration,
+// empty log) a log from index 1 that does not open with configuration entries: that of a
+// group bootstrapped by an earlier release (Host.JoinableLog false), whose initial voters
+// are not in it. Applying it would leave the replica a configuration without them, in
+// which, once promoted, it could elect itself. It waits instead for a leader that sends a
+// snapshot (the planner shows it as a learner that does not catch up).
+func (g *group) refusesLegacyStart(m *pb.Message) bool {
+	ents := m.GetEntries()
+	if m.GetIndex() != 0 || len(ents) == 0 || ents[0].GetType() != pb.EntryNormal {
+		return false
+	}
+	if len(g.conf[0]) > 0 || len(g.conf[1]) > 0 || len(g.learners) > 0 || g.ls.WrittenIndex() > 0 {
+		return false
+	}
+	g.h.opts.Logger.Warningf("raft host %d: group %d: refusing a log from index 1 without its configuration (a group of an earlier release): waiting for a snapshot", g.h.id, g.id)
+	return true
 }
 
 // admitSnapshot makes this replica a learner in the configuration of a snapshot that

@@ -18,7 +18,8 @@ import (
 // a leader, and what a move must leave behind (the same log everywhere, the leader's view
 // of every member).
 func init() {
-	// reconfigure H target=4,5,6 [steps=N|until-done]: host H's planner takes one step
+	// reconfigure H|leader target=4,5,6 [steps=N|until-done]: host H's (or the current
+	// leader's, printed as "leader": elections by ticks are not deterministic) planner takes one step
 	// towards the target (a new target replaces H's planner) and executes it: a proposal
 	// runs at once, a transfer is queued. With steps or until-done, the hosts stabilize
 	// after each step and the steps go on, on whichever host leads, N of them or until the
@@ -28,7 +29,15 @@ func init() {
 		if len(args) != 1 {
 			s.t.Fatalf("%s: reconfigure H target=ID,... [until-done]", td.Pos)
 		}
-		id, target := rafttest.ParseID(s.t, args[0]), s.target(td)
+		var id uint64
+		label := func(id uint64) string { return fmt.Sprint(id) }
+		if args[0] == "leader" {
+			id = s.leader()
+			label = func(uint64) string { return "leader" }
+		} else {
+			id = rafttest.ParseID(s.t, args[0])
+		}
+		target := s.target(td)
 		steps := 1
 		if td.HasArg("until-done") {
 			steps = 50
@@ -37,7 +46,7 @@ func init() {
 		var out []string
 		for n := 1; n <= 50; n++ {
 			step := s.reconfig(id, target).Next(s.mustStatus(id))
-			out = append(out, fmt.Sprintf("%d: %s", id, describeStep(step)))
+			out = append(out, fmt.Sprintf("%s: %s", label(id), describeStep(step)))
 			switch step.Kind {
 			case raft.ReconfigPropose:
 				if err := s.d.Host(id).ProposeConfChange(scriptGroup, step.Change); err != nil {
