@@ -128,9 +128,11 @@ func (b *Broker) planBalance(pct int) balancePlan {
 }
 
 // partitionMoving reports whether a partition is being moved to other replicas, which the
-// balancer leaves alone (the move's driver decides its leadership). The controller Topic
-// records no reassignment in progress yet: when it does, check it here.
-func partitionMoving(ledPartition) bool { return false }
+// balancer leaves alone (the move's driver decides its leadership).
+func partitionMoving(lp ledPartition) bool {
+	_, moving := lp.topic.Reassigning[lp.p]
+	return moving
+}
 
 // BalanceLeaders runs one balancer round now, on whichever broker it is called, whether or
 // not the balancer is enabled, and returns how many transfers it started.

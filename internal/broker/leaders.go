@@ -204,7 +204,7 @@ func (b *Broker) PartitionView(t controller.Topic, p int32) PartitionView {
 	if p < 0 || int(p) >= len(t.Assignment) {
 		return v
 	}
-	v.Replicas = t.Assignment[p]
+	v.Replicas = t.Replicas(p) // while it moves: the target first, then the replicas leaving
 	b.mu.RLock()
 	r := b.replicas[replicaKey{t.ID, p}]
 	b.mu.RUnlock()
@@ -243,6 +243,7 @@ func (b *Broker) PartitionViews(topic string) []PartitionView {
 
 // kickRoles wakes the leadership loop (a replica's role may have changed).
 func (b *Broker) kickRoles() {
+	b.kickMoves() // a new leader takes over the moves of the groups it now leads
 	select {
 	case b.roleKick <- struct{}{}:
 	default:

@@ -31,13 +31,21 @@ type Broker struct {
 // handed out at apply time from a cluster-wide counter (from 1; 0 is the controller's own
 // group) and never reused, so a broker that still holds a deleted topic's group cannot
 // mistake it for a new partition's.
+//
+// RF is the replication factor new partitions get. A completed reassignment may leave a
+// partition with another count of replicas (a replication factor change); Assignment[p]
+// then has its own length. Reassigning holds the moves in progress (reassign.go), and
+// Moved[p] is set once partition p has completed one (HasMoved): it is nil until a
+// partition's first move completes, then has one flag per partition.
 type Topic struct {
-	Name       string            `json:"name"`
-	ID         TopicID           `json:"id"`
-	RF         int16             `json:"rf"`
-	Configs    map[string]string `json:"configs"`
-	Assignment [][]int32         `json:"assignment"`
-	Groups     []uint64          `json:"groups"`
+	Name        string                 `json:"name"`
+	ID          TopicID                `json:"id"`
+	RF          int16                  `json:"rf"`
+	Configs     map[string]string      `json:"configs"`
+	Assignment  [][]int32              `json:"assignment"`
+	Groups      []uint64               `json:"groups"`
+	Reassigning map[int32]Reassignment `json:"reassigning,omitempty"`
+	Moved       []bool                 `json:"moved,omitempty"`
 }
 
 // Internal reports whether the topic is internal (its name starts with "__", as
@@ -55,6 +63,14 @@ func (t *Topic) clone() Topic {
 	}
 	c.Assignment = cloneAssignment(t.Assignment)
 	c.Groups = slices.Clone(t.Groups)
+	c.Moved = slices.Clone(t.Moved)
+	c.Reassigning = nil
+	for p, r := range t.Reassigning {
+		if c.Reassigning == nil {
+			c.Reassigning = make(map[int32]Reassignment, len(t.Reassigning))
+		}
+		c.Reassigning[p] = r.clone()
+	}
 	return c
 }
 
@@ -199,8 +215,14 @@ func (s *State) apply(cmd Command, res *Result) *applyErr {
 		return s.setClusterConfig(c)
 	case *AllocateProducerIDBlock:
 		return s.allocateProducerIDBlock(c, res)
-	case *ReassignPartition:
-		return s.reassignPartition(c)
+	case *BeginReassignment:
+		return s.beginReassignment(c)
+	case *CancelReassignment:
+		return s.cancelReassignment(c)
+	case *MarkReassignmentFinal:
+		return s.markReassignmentFinal(c)
+	case *CompleteReassignment:
+		return s.completeReassignment(c)
 	case *SetBrokerMaintenance:
 		return s.setBrokerMaintenance(c)
 	}
@@ -401,6 +423,9 @@ func (s *State) createPartitions(c *CreatePartitions) *applyErr {
 	}
 	from := len(t.Assignment)
 	t.Assignment = append(t.Assignment, cloneAssignment(c.NewAssignment)...)
+	if t.Moved != nil {
+		t.Moved = append(t.Moved, make([]bool, len(c.NewAssignment))...)
+	}
 	s.assignGroups(t, from)
 	return nil
 }
@@ -447,21 +472,6 @@ func (s *State) allocateProducerIDBlock(c *AllocateProducerIDBlock, res *Result)
 	}
 	res.ProducerIDs = &ProducerIDBlock{Broker: c.Broker, First: s.nextProducerID, Size: c.Size}
 	s.nextProducerID += int64(c.Size)
-	return nil
-}
-
-func (s *State) reassignPartition(c *ReassignPartition) *applyErr {
-	t, ok := s.topics[c.Topic]
-	if !ok {
-		return reject(kerr.UnknownTopicOrPartition, "topic %q does not exist", c.Topic)
-	}
-	if c.Partition < 0 || int(c.Partition) >= len(t.Assignment) {
-		return reject(kerr.UnknownTopicOrPartition, "topic %q has no partition %d", c.Topic, c.Partition)
-	}
-	if e := checkReplicas(s.brokers, int(c.Partition), c.Replicas, int(t.RF)); e != nil {
-		return e
-	}
-	t.Assignment[c.Partition] = slices.Clone(c.Replicas)
 	return nil
 }
 
@@ -593,7 +603,8 @@ func (s *State) NextProducerID() int64 {
 }
 
 // ReplicaLoad returns how many partition replicas each registered broker holds across all
-// topics (zero for brokers with none): the existing load Place takes.
+// topics (zero for brokers with none): the existing load Place takes. A moving partition
+// counts on every broker of Topic.Replicas, the ones it is moving to included.
 func (s *State) ReplicaLoad() map[int32]int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -606,8 +617,8 @@ func (s *State) replicaLoad() map[int32]int {
 		load[id] = 0
 	}
 	for _, t := range s.topics {
-		for _, r := range t.Assignment {
-			for _, b := range r {
+		for p := range t.Partitions() {
+			for _, b := range t.Replicas(p) {
 				load[b]++
 			}
 		}
