@@ -230,3 +230,75 @@ func TestMoveCancelledWhileALearnerCatchesUp(t *testing.T) {
 	got := consumeAll(t, bs[0], "mvc", 1, len(acked))
 	checkAckedReadable(t, acked, got)
 }
+
+// controllerLeader returns the id Metadata names as the controller, as b answers it.
+func controllerLeader(t *testing.T, b *Broker) int32 {
+	t.Helper()
+	var id int32 = -1
+	waitFor(t, 30*time.Second, func() bool {
+		md, err := b.Admin(t).BrokerMetadata(ctxFor(t, 10*time.Second))
+		if err == nil {
+			id = md.Controller
+		}
+		return id > 0
+	})
+	return id
+}
+
+func TestMoveSurvivesKillingTheControllerLeaderAndALearner(t *testing.T) {
+	bs := startCluster(t, 5)
+	cl := bs[0].Client(t)
+	createOnReplicas(t, cl, "mvq", []int32{1, 2, 3}, nil)
+	adm := kadm.NewClient(cl)
+	load := startLoad(t, loadClient(t, bs[0]), "mvq")
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 2000 })
+
+	// The controller records the move, the point of no cancel and the completion: its
+	// leader dies as the move starts, and broker 5, one of the learners, with it (or just
+	// after). The move needs both learners caught up, so it waits for broker 5 to be back,
+	// and every step it takes goes through whichever broker leads the controller then.
+	ctl := controllerLeader(t, bs[1])
+	moveTo(t, adm, "mvq", []int32{3, 4, 5})
+	bs[ctl-1].Kill9()
+	if ctl != 5 {
+		bs[4].Kill9()
+	}
+	if r, ok := moving(t, kadm.NewClient(bs[1].Client(t)), "mvq"); ok {
+		t.Logf("with brokers %d and 5 down: replicas %v adding %v removing %v", ctl, r.Replicas, r.AddingReplicas, r.RemovingReplicas)
+	}
+	for _, id := range []int32{ctl, 5} {
+		if !bs[id-1].Running() {
+			if err := bs[id-1].Launch(context.Background()); err != nil {
+				t.Fatalf("restarting broker %d: %v", id, err)
+			}
+		}
+	}
+	waitMoved(t, kadm.NewClient(bs[2].Client(t)), "mvq", []int32{3, 4, 5}, 90*time.Second)
+	acked := load.stop()
+	got := consumeAll(t, bs[2], "mvq", 1, len(acked))
+	checkAckedReadable(t, acked, got)
+}
+
+func TestReplicationFactorChangeIsAMove(t *testing.T) {
+	bs := startCluster(t, 5)
+	cl := bs[0].Client(t)
+	createOnReplicas(t, cl, "rf", []int32{1, 2, 3}, nil)
+	adm := kadm.NewClient(cl)
+	load := startLoad(t, loadClient(t, bs[0]), "rf")
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 1000 })
+
+	moveTo(t, adm, "rf", []int32{1, 2, 3, 4, 5}) // RF 3 -> 5
+	waitMoved(t, adm, "rf", []int32{1, 2, 3, 4, 5}, 90*time.Second)
+	n := load.log.count()
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= n+500 })
+	moveTo(t, adm, "rf", []int32{4}) // RF 5 -> 1, on a broker that joined in the first move
+	waitMoved(t, adm, "rf", []int32{4}, 90*time.Second)
+	n = load.log.count()
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= n+500 })
+	acked := load.stop()
+	for _, b := range []*Broker{bs[0], bs[1], bs[2], bs[4]} {
+		replicaGone(t, b, "rf")
+	}
+	got := consumeAll(t, bs[3], "rf", 1, len(acked))
+	checkAckedReadable(t, acked, got)
+}
