@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -301,4 +303,53 @@ func TestReplicationFactorChangeIsAMove(t *testing.T) {
 	}
 	got := consumeAll(t, bs[3], "rf", 1, len(acked))
 	checkAckedReadable(t, acked, got)
+}
+
+// TestLearnerRecoveryRateBoundsACatchUp: with learner.recovery.rate at 1 KiB/s a new
+// replica cannot take a 4 MB log, so the move stays catching up, every broker reports its
+// phase and the bytes left; with the bound lifted (0) it completes.
+func TestLearnerRecoveryRateBoundsACatchUp(t *testing.T) {
+	bs := startCluster(t, 4)
+	cl := bs[0].Client(t, kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	createOnReplicas(t, cl, "paced", []int32{1, 2, 3}, nil)
+	adm := kadm.NewClient(cl)
+	var recs []*kgo.Record
+	for range 1000 {
+		value := make([]byte, 4096)
+		rand.Read(value) // incompressible: the log holds 4 MB
+		recs = append(recs, &kgo.Record{Topic: "paced", Value: value})
+	}
+	if err := cl.ProduceSync(ctxFor(t, 60*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	setCluster(t, adm, "learner.recovery.rate", "1024")
+	moveTo(t, adm, "paced", []int32{1, 2, 4})
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last listed: %s", last)
+		}
+	}()
+	waitFor(t, 30*time.Second, func() bool {
+		code, body := adminRequest(t, bs[3], "GET", "/v1/partitions/reconfigurations", "")
+		var got []struct {
+			Phase     string `json:"phase"`
+			BytesLeft int64  `json:"bytes_left"`
+		}
+		if code != 200 || json.Unmarshal([]byte(body), &got) != nil {
+			t.Fatalf("GET /v1/partitions/reconfigurations: %d %s", code, body)
+		}
+		last = body
+		return len(got) == 1 && got[0].Phase == "catching_up" && got[0].BytesLeft > 1<<20
+	})
+	if _, still := moving(t, adm, "paced"); !still {
+		t.Fatal("the move completed under a 1 KiB/s bound")
+	}
+	setCluster(t, adm, "learner.recovery.rate", "0")
+	waitMoved(t, adm, "paced", []int32{1, 2, 4}, 60*time.Second)
+	got := consumeFrom(t, func(o ...kgo.Opt) *kgo.Client { return bs[3].Client(t, o...) }, "paced",
+		map[int32]kgo.Offset{0: kgo.NewOffset().AtStart()}, len(recs), 60*time.Second)
+	if len(got) != len(recs) {
+		t.Fatalf("read %d records from the moved partition, want %d", len(got), len(recs))
+	}
 }
