@@ -57,18 +57,6 @@ func containsAll(s string, subs []string) bool {
 	return true
 }
 
-// servesBrokers reports whether b's admin API has GET /v1/brokers (another issue-14
-// branch adds it; until that merges, `cluster brokers` has nothing to ask).
-func servesBrokers(t *testing.T, b *Broker) bool {
-	t.Helper()
-	r, code := clusterCLI(t, b, "brokers")
-	if code != 0 && strings.Contains(r.Stderr, "404 page not found") {
-		t.Log("this build's admin API has no GET /v1/brokers yet: `cluster brokers` is not checked")
-		return false
-	}
-	return true
-}
-
 func TestClusterCLIHealthBrokersAndConfig(t *testing.T) {
 	t.Parallel()
 	bs := startCluster(t, 3)
@@ -81,18 +69,15 @@ func TestClusterCLIHealthBrokersAndConfig(t *testing.T) {
 	waitHealth(t, bs[0], 0, 30*time.Second, "Cluster:          healthy", "Brokers:          1, 2, 3",
 		"Down:             none", "Leaderless:       none", "Under-replicated: none", "Under min ISR:    none")
 
-	brokersServed := servesBrokers(t, bs[1])
-	if brokersServed {
-		r, code := clusterCLI(t, bs[1], "brokers")
-		ls := lines(r.Stdout)
-		if code != 0 || len(ls) != 4 || !strings.HasPrefix(ls[0], "ID") {
-			t.Fatalf("cluster brokers: want a header and 3 brokers: exit %d\n%s", code, r)
-		}
-		for i, l := range ls[1:] {
-			f := strings.Fields(l)
-			if len(f) < 5 || f[0] != strconv.Itoa(i+1) || f[1] != bs[i].KafkaAddr || f[4] != "up" {
-				t.Errorf("broker line %q: want id %d at %s, up", l, i+1, bs[i].KafkaAddr)
-			}
+	r, code := clusterCLI(t, bs[1], "brokers")
+	ls := lines(r.Stdout)
+	if code != 0 || len(ls) != 4 || !strings.HasPrefix(ls[0], "ID") {
+		t.Fatalf("cluster brokers: want a header and 3 brokers: exit %d\n%s", code, r)
+	}
+	for i, l := range ls[1:] {
+		f := strings.Fields(l)
+		if len(f) < 5 || f[0] != strconv.Itoa(i+1) || f[1] != bs[i].KafkaAddr || f[4] != "up" {
+			t.Errorf("broker line %q: want id %d at %s, up", l, i+1, bs[i].KafkaAddr)
 		}
 	}
 
@@ -109,7 +94,7 @@ func TestClusterCLIHealthBrokersAndConfig(t *testing.T) {
 	if r, code := clusterCLI(t, bs[0], "config", "set", "--delete", "log.retention.ms"); code != 0 {
 		t.Fatalf("config set --delete: %s", r)
 	}
-	r, code := clusterCLI(t, bs[0], "config", "get", "log.retention.ms", "--json")
+	r, code = clusterCLI(t, bs[0], "config", "get", "log.retention.ms", "--json")
 	if code != 0 || !strings.Contains(r.Stdout, `"name":"log.retention.ms"`) || !strings.Contains(r.Stdout, `"source":"default"`) {
 		t.Errorf("after --delete: %s", r)
 	}
@@ -145,9 +130,7 @@ func TestClusterCLIHealthBrokersAndConfig(t *testing.T) {
 	if code != 1 || !strings.Contains(r.Stdout, `"healthy":false`) || !strings.Contains(r.Stdout, `"nodes_down":[3]`) {
 		t.Errorf("health --json on broker 2: exit %d:\n%s", code, r)
 	}
-	if brokersServed {
-		if r, code := clusterCLI(t, bs[0], "brokers"); code != 0 || !strings.Contains(r.Stdout, "DOWN") {
-			t.Errorf("cluster brokers after the kill: %s", r)
-		}
+	if r, code := clusterCLI(t, bs[0], "brokers"); code != 0 || !strings.Contains(r.Stdout, "DOWN") {
+		t.Errorf("cluster brokers after the kill: %s", r)
 	}
 }
