@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-// `cairn cluster` against real brokers. The move, maintenance and leadership-transfer
-// commands need the admin endpoints of the other issue-14 branches; until they merge, their
-// unit tests (cmd/cairn) cover them against a fake of the contract.
+// `cairn cluster` against real brokers.
 
 // clusterCLI runs `cairn cluster args...` against b's admin API and Kafka listener and
 // returns its output and exit code (-1: it did not run to an exit).
@@ -132,5 +132,52 @@ func TestClusterCLIHealthBrokersAndConfig(t *testing.T) {
 	}
 	if r, code := clusterCLI(t, bs[0], "brokers"); code != 0 || !strings.Contains(r.Stdout, "DOWN") {
 		t.Errorf("cluster brokers after the kill: %s", r)
+	}
+}
+
+// TestClusterCLIMovesLeadershipAndMaintenance runs the `cairn cluster` commands that change
+// the cluster against real brokers: a move to other brokers followed to its end, a
+// refused move, a leadership transfer, and maintenance on and off.
+func TestClusterCLIMovesLeadershipAndMaintenance(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 4)
+	cl := bs[0].Client(t)
+	createOnReplicas(t, cl, "cli-mv", []int32{1, 2, 3}, nil)
+	produceSync(t, cl, "cli-mv", "before", 100)
+
+	if r, code := clusterCLI(t, bs[1], "partitions", "move", "cli-mv/0", "--replicas", "2,3,4"); code != 0 || !strings.Contains(r.Stdout, "moving cli-mv/0 to replicas") {
+		t.Fatalf("partitions move: exit %d\n%s", code, r)
+	}
+	waitMoved(t, kadm.NewClient(cl), "cli-mv", []int32{2, 3, 4}, 60*time.Second)
+	if r, code := clusterCLI(t, bs[1], "partitions", "move-status", "--json"); code != 0 || strings.TrimSpace(r.Stdout) != "[]" {
+		t.Errorf("move-status once the move is done: exit %d\n%s", code, r)
+	}
+	if r, code := clusterCLI(t, bs[1], "partitions", "move", "cli-mv/0", "--replicas", "2,2,4"); code == 0 || !strings.Contains(r.Stderr, "more than once") {
+		t.Errorf("a move naming a broker twice: exit %d\n%s", code, r)
+	}
+	got := consumeAll(t, bs[3], "cli-mv", 1, 100)
+	if len(got) != 100 {
+		t.Fatalf("read %d records after the move, want 100", len(got))
+	}
+
+	if r, code := clusterCLI(t, bs[0], "leaders", "transfer", "cli-mv/0", "--to", "4"); code != 0 || !strings.Contains(r.Stdout, "handed to broker 4") {
+		t.Fatalf("leaders transfer: exit %d\n%s", code, r)
+	}
+	if r, code := clusterCLI(t, bs[0], "leaders", "transfer", "cli-mv/0", "--to", "1"); code == 0 {
+		t.Errorf("transfer to a broker that holds no replica: exit 0\n%s", r)
+	}
+
+	if r, code := clusterCLI(t, bs[0], "maintenance", "enable", "4"); code != 0 {
+		t.Fatalf("maintenance enable: exit %d\n%s", code, r)
+	}
+	waitFor(t, 60*time.Second, func() bool {
+		r, code := clusterCLI(t, bs[0], "maintenance", "status", "4")
+		return code == 0 && strings.Contains(r.Stdout, "Leaderships left: 0")
+	})
+	if st, ok := adminPartition(bs[3], "cli-mv", 0); !ok || st.IsLeader {
+		t.Errorf("broker 4 in maintenance still leads cli-mv/0 (%+v, %v)", st, ok)
+	}
+	if r, code := clusterCLI(t, bs[0], "maintenance", "disable", "4"); code != 0 {
+		t.Fatalf("maintenance disable: exit %d\n%s", code, r)
 	}
 }
