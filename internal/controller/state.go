@@ -24,6 +24,9 @@ type Broker struct {
 	Live        bool   `json:"live"`
 	// Maintenance is set while the broker is in maintenance mode (SetBrokerMaintenance).
 	Maintenance bool `json:"maintenance,omitempty"`
+	// Membership is "" while the broker is active, MembershipDraining while it is being
+	// decommissioned and MembershipDecommissioned once it has left (decommission.go).
+	Membership string `json:"membership,omitempty"`
 }
 
 // Topic is a topic as the controller knows it. Assignment[p] is partition p's replica
@@ -225,6 +228,12 @@ func (s *State) apply(cmd Command, res *Result) *applyErr {
 		return s.completeReassignment(c)
 	case *SetBrokerMaintenance:
 		return s.setBrokerMaintenance(c)
+	case *DecommissionBroker:
+		return s.decommissionBroker(c)
+	case *RecommissionBroker:
+		return s.recommissionBroker(c)
+	case *MarkBrokerDecommissioned:
+		return s.markBrokerDecommissioned(c)
 	}
 	return reject(kerr.InvalidRequest, "unknown command %T", cmd)
 }
@@ -256,6 +265,7 @@ func (s *State) registerBroker(c *RegisterBroker) *applyErr {
 	nb := &Broker{ID: c.ID, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr, Rack: c.Rack, Incarnation: c.Incarnation, Live: true}
 	if old, ok := s.brokers[c.ID]; ok {
 		nb.Maintenance = old.Maintenance // a restart within maintenance stays in it
+		nb.Membership = old.Membership   // and one within a decommission stays in it
 	}
 	s.brokers[c.ID] = nb
 	return nil
@@ -626,7 +636,8 @@ func (s *State) replicaLoad() map[int32]int {
 	return load
 }
 
-// Placement returns what Place needs to place new partitions: the live brokers and the
+// Placement returns what Place needs to place new partitions: the live, active brokers (a
+// broker being decommissioned takes no new replica) and the
 // replicas every registered broker holds. The proposer checks rf against the live brokers
 // here; Apply only checks that an assignment names registered brokers.
 func (s *State) Placement() ([]BrokerInfo, map[int32]int) {
@@ -634,7 +645,7 @@ func (s *State) Placement() ([]BrokerInfo, map[int32]int) {
 	defer s.mu.RUnlock()
 	var live []BrokerInfo
 	for _, b := range s.brokers {
-		if b.Live {
+		if b.Live && b.Active() {
 			live = append(live, BrokerInfo{ID: b.ID, Rack: b.Rack})
 		}
 	}
