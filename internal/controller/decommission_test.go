@@ -148,3 +148,11 @@ func TestPlanDecommissionSpreadsAndReports(t *testing.T) {
 		t.Fatalf("both replicas went to broker %d: %+v", a, plan.Moves)
 	}
 }
+
+func TestMoveToDrainingBrokerRefused(t *testing.T) {
+	h := newHarness(t)
+	h.brokers(4)
+	h.ok(topicCmd("orders", 1, []int32{1, 2}))
+	h.ok(DecommissionBroker{ID: 4})
+	h.refused(BeginReassignment{Topic: "orders", Partition: 0, Replicas: []int32{1, 4}}, kerr.InvalidReplicaAssignment, "broker 4 is draining and takes no new replica")
+}
