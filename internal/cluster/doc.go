@@ -54,6 +54,14 @@
 // record whose value is the controller.EncodeCommand encoding. This package builds and
 // parses that one shape itself; it knows nothing else of the Kafka format.
 //
+// # Leaving
+//
+// A broker leaves group 0 only when it is decommissioned: the controller leader, once the
+// broker holds no partition replica, calls RemoveMember (one raft configuration change,
+// for a voter or a learner; never for the leader itself, which hands its leadership on
+// first). Who leaves and when is the proposer's decision (internal/broker); this package
+// only carries it out.
+//
 // # Limits
 //
 // Group 0's log is never trimmed: a restart replays it whole, and a joiner receives it
