@@ -19,8 +19,9 @@ import (
 // partition moves off it, at most decommissionInFlight at a time, each to a target that
 // controller.ReplaceReplica picks (rack-aware, the topic's min.insync.racks met); the
 // partitions' leaders drive them as any move. Once no replica is left on it, the driver
-// removes it from group 0 (cluster.Service.RemoveMember; when it is itself the controller
-// leader, it hands that leadership on first) and records MarkBrokerDecommissioned. All of
+// removes it from group 0 (cluster.Service.RemoveMember, after promoting a live learner
+// where a voter leaves; when it is itself the controller leader, it hands that leadership
+// on first) and records MarkBrokerDecommissioned. All of
 // it is derived from the controller state, so a new controller leader resumes it. A dead
 // broker is decommissioned the same way: each move keeps a live majority of both the old
 // and the new replica set (RF >= 3 with one replica down), and its replica is rebuilt on
@@ -149,6 +150,23 @@ func (b *Broker) decommissionLoop() {
 	}
 }
 
+// keepControllerVoters promotes a live, active learner of group 0 (the lowest id) to a
+// voter before voter id leaves, so that a decommission does not shrink the controller's
+// quorum: replacing founder 3 by a joined broker 5 keeps three voters, not two.
+func (b *Broker) keepControllerVoters(ctx context.Context, id int32) error {
+	svc := b.svc.Load()
+	voters, learners := svc.Members()
+	if !slices.Contains(voters, id) {
+		return nil
+	}
+	for _, l := range learners {
+		if br, ok := b.state().Broker(l); ok && br.Live && br.Active() && b.host.PeerLive(uint64(l)) {
+			return svc.Promote(ctx, l)
+		}
+	}
+	return nil
+}
+
 // decommissionRound takes broker id's decommission one step further.
 func (b *Broker) decommissionRound(id int32) {
 	st := b.state()
@@ -172,7 +190,10 @@ func (b *Broker) decommissionRound(id int32) {
 			return // the next controller leader removes this broker
 		}
 		ctx, cancel := context.WithTimeout(b.ctx, metadataTimeout)
-		err := svc.RemoveMember(ctx, id)
+		err := b.keepControllerVoters(ctx, id)
+		if err == nil {
+			err = svc.RemoveMember(ctx, id)
+		}
 		cancel()
 		if err != nil {
 			if !errors.Is(err, cluster.ErrNoController) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -46,5 +47,54 @@ func (s *Service) RemoveMember(ctx context.Context, id int32) error {
 		}
 	}
 	s.log.Info("removed a broker from the controller group", "broker", id)
+	return nil
+}
+
+// Members returns group 0's voters and learners as applied on this replica.
+func (s *Service) Members() (voters, learners []int32) {
+	_, cs, err := s.ls.InitialState()
+	if err != nil {
+		return nil, nil
+	}
+	for _, v := range cs.GetVoters() {
+		voters = append(voters, int32(v))
+	}
+	for _, l := range cs.GetLearners() {
+		learners = append(learners, int32(l))
+	}
+	return voters, learners
+}
+
+// Promote makes learner id a voter of group 0 and returns once this replica has applied
+// it, so that removing a voter for a decommission need not shrink the controller's quorum.
+// It must run on the controller leader (ErrNoController otherwise); promoting a voter does
+// nothing, and a broker that is not a member is refused.
+func (s *Service) Promote(ctx context.Context, id int32) error {
+	if s.Leader() != s.opts.NodeID {
+		return ErrNoController
+	}
+	isVoter := func() bool {
+		voters, _ := s.Members()
+		return slices.Contains(voters, id)
+	}
+	for !isVoter() {
+		if !s.isMember(uint64(id)) {
+			return fmt.Errorf("cluster: broker %d is not a member of the controller group", id)
+		}
+		cc := &pb.ConfChange{Type: pb.ConfChangeAddNode.Enum(), NodeId: new(uint64(id))}
+		if err := s.host.ProposeConfChange(ControllerGroup, cc); err != nil {
+			return fmt.Errorf("cluster: promoting broker %d to a controller voter: %w", id, err)
+		}
+		deadline := time.Now().Add(s.opts.RequestTimeout)
+		for !isVoter() && time.Now().Before(deadline) {
+			if err := s.sleep(ctx, 10*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		if s.Leader() != s.opts.NodeID {
+			return ErrNoController
+		}
+	}
+	s.log.Info("promoted a broker to a controller voter", "broker", id)
 	return nil
 }

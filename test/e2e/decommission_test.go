@@ -256,3 +256,49 @@ func TestRecommissionWhileMovesRun(t *testing.T) {
 	}
 	consumeAll(t, bs[2], "drec", 12, 12*200)
 }
+
+// controllerVoters reads group 0's voters from GET /v1/cluster on via.
+func controllerVoters(t *testing.T, via *Broker) []int {
+	t.Helper()
+	code, body := adminRequest(t, via, "GET", "/v1/cluster", "")
+	var st struct {
+		Controller struct {
+			Voters []int `json:"voters"`
+		} `json:"controller"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+		t.Fatalf("GET /v1/cluster: %d %s", code, body)
+	}
+	slices.Sort(st.Controller.Voters)
+	return st.Controller.Voters
+}
+
+// TestReplaceFounderByJoinedBroker follows operations.md's "Replacing a broker": a new
+// broker joins (a controller learner), founder 3 is decommissioned, and the joined broker
+// takes its replica and its controller vote, so the controller keeps three voters.
+func TestReplaceFounderByJoinedBroker(t *testing.T) {
+	bs := startCluster(t, 3)
+	var seeds []string
+	for _, b := range bs {
+		seeds = append(seeds, b.RPCAddr)
+	}
+	b4 := startBroker(t, BrokerOpts{NodeID: 4, Args: []string{"--seeds", strings.Join(seeds, ","), "--rack", "rack-4"}})
+	waitFor(t, 30*time.Second, func() bool { return membershipOf(t, bs[0], 4) == "active" })
+	cl := bs[0].Client(t)
+	createOnReplicas(t, cl, "drep", []int32{1, 2, 3}, nil)
+	adm := kadm.NewClient(cl)
+	load := startLoad(t, loadClient(t, bs[0]), "drep")
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 1000 })
+
+	decommission(t, b4, 3)
+	waitDecommissioned(t, bs[0], 3, 3*time.Minute)
+	holdsNoReplica(t, adm, 3, "drep")
+	if v := controllerVoters(t, bs[0]); !slices.Equal(v, []int{1, 2, 4}) {
+		t.Fatalf("controller voters after replacing broker 3 by broker 4: %v", v)
+	}
+	bs[2].Stop()
+	n := load.log.count()
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= n+500 })
+	acked := load.stop()
+	checkAckedReadable(t, acked, consumeAll(t, b4, "drep", 1, len(acked)))
+}
