@@ -67,7 +67,7 @@
 // Group 0's log is never trimmed: a restart replays it whole, and a joiner receives it
 // whole (raft snapshots here carry no controller state). Joiners stay learners (until a
 // decommission promotes one in a leaving voter's place), so the controller survives only
-// while a majority of its voters does. A founder that comes
-// back with an empty directory bootstraps again as if new, which raft does not make safe:
-// replace a founder's disk only by joining a new broker.
+// while a majority of its voters does. A founder that comes back with an empty directory
+// bootstraps again as if new, which raft does not make safe: replace a founder's disk only
+// by joining a new broker (and decommissioning the old one).
 package cluster
