@@ -195,6 +195,9 @@ func TestDecommissionRefusedWhenTheOthersCannotHoldTheReplicas(t *testing.T) {
 			t.Errorf("PUT %s: %d %s, want %d %q", c.path, code, body, c.code, c.want)
 		}
 	}
+	if code, _, body := decommissionStatusOf(t, bs[1], 9); code != 404 || !strings.Contains(body, "broker 9 is not registered") {
+		t.Errorf("status of an unknown broker: %d %s", code, body)
+	}
 	if code, _, body := decommissionStatusOf(t, bs[1], 2); code != 409 || !strings.Contains(body, "not being decommissioned") {
 		t.Errorf("status of a refused decommission: %d %s", code, body)
 	}
@@ -301,4 +304,20 @@ func TestReplaceFounderByJoinedBroker(t *testing.T) {
 	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= n+500 })
 	acked := load.stop()
 	checkAckedReadable(t, acked, consumeAll(t, b4, "drep", 1, len(acked)))
+}
+
+// TestDecommissionRefusedByMinInsyncRacks: broker 3 holds the only replica in rack-3 of a
+// partition with min.insync.racks=3; the one other broker is in rack-1, which the partition
+// spans already, so the decommission is refused with the reason and nothing changes.
+func TestDecommissionRefusedByMinInsyncRacks(t *testing.T) {
+	t.Parallel()
+	bs := startClusterInRacks(t, []string{"rack-1", "rack-2", "rack-3", "rack-1"})
+	createOnReplicas(t, bs[0].Client(t), "dracks", []int32{1, 2, 3}, map[string]string{"min.insync.racks": "3"})
+	code, body := adminRequest(t, bs[1], "PUT", "/v1/brokers/3/decommission", "")
+	if code != 400 || !strings.Contains(body, "dracks/0: min.insync.racks=3 cannot be met") {
+		t.Fatalf("decommission: %d %s", code, body)
+	}
+	if m := membershipOf(t, bs[0], 3); m != "active" {
+		t.Fatalf("broker 3 is %q after a refused decommission", m)
+	}
 }
