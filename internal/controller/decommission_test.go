@@ -149,10 +149,14 @@ func TestPlanDecommissionSpreadsAndReports(t *testing.T) {
 	}
 }
 
-func TestMoveToDrainingBrokerRefused(t *testing.T) {
+// New replicas, by a move or a new partition, never land on a draining broker.
+func TestNewReplicasOnDrainingBrokerRefused(t *testing.T) {
 	h := newHarness(t)
 	h.brokers(4)
 	h.ok(topicCmd("orders", 1, []int32{1, 2}))
 	h.ok(DecommissionBroker{ID: 4})
 	h.refused(BeginReassignment{Topic: "orders", Partition: 0, Replicas: []int32{1, 4}}, kerr.InvalidReplicaAssignment, "broker 4 is draining and takes no new replica")
+	h.refused(topicCmd("more", 2, []int32{4, 1}), kerr.InvalidReplicaAssignment, "broker 4, which is draining and takes no new replica")
+	h.refused(CreatePartitions{Name: "orders", NewAssignment: [][]int32{{2, 4}}}, kerr.InvalidReplicaAssignment, "broker 4, which is draining")
+	h.ok(CreatePartitions{Name: "orders", NewAssignment: [][]int32{{2, 3}}})
 }

@@ -330,6 +330,17 @@ func checkConfigKeys(m map[string]string, del []string) *applyErr {
 	return nil
 }
 
+// checkNewReplicas refuses new partitions' replicas on a broker that is draining or
+// decommissioned (snapshots hold older partitions, which may still be on one).
+func checkNewReplicas(brokers map[int32]*Broker, p int, replicas []int32) *applyErr {
+	for _, r := range replicas {
+		if b := brokers[r]; b != nil && !b.Active() {
+			return reject(kerr.InvalidReplicaAssignment, "partition %d names broker %d, which is %s and takes no new replica", p, r, b.MembershipStatus())
+		}
+	}
+	return nil
+}
+
 // checkReplicas validates one partition's replica list against the registered brokers.
 func checkReplicas(brokers map[int32]*Broker, p int, replicas []int32, rf int) *applyErr {
 	if len(replicas) != rf {
@@ -379,6 +390,9 @@ func (s *State) createTopic(c *CreateTopic) *applyErr {
 		if e := checkReplicas(s.brokers, p, r, int(c.RF)); e != nil {
 			return e
 		}
+		if e := checkNewReplicas(s.brokers, p, r); e != nil {
+			return e
+		}
 	}
 	if e := checkConfigKeys(c.Configs, nil); e != nil {
 		return e
@@ -425,6 +439,9 @@ func (s *State) createPartitions(c *CreatePartitions) *applyErr {
 	}
 	for i, r := range c.NewAssignment {
 		if e := checkReplicas(s.brokers, len(t.Assignment)+i, r, int(t.RF)); e != nil {
+			return e
+		}
+		if e := checkNewReplicas(s.brokers, len(t.Assignment)+i, r); e != nil {
 			return e
 		}
 	}
