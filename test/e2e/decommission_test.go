@@ -195,6 +195,9 @@ func TestDecommissionRefusedWhenTheOthersCannotHoldTheReplicas(t *testing.T) {
 			t.Errorf("PUT %s: %d %s, want %d %q", c.path, code, body, c.code, c.want)
 		}
 	}
+	if r, code := clusterCLI(t, bs[1], "decommission", "2"); code == 0 || !strings.Contains(r.Stderr, "only 2 other active brokers") {
+		t.Errorf("cairn cluster decommission 2: exit %d: %s %s", code, r.Stdout, r.Stderr)
+	}
 	if code, _, body := decommissionStatusOf(t, bs[1], 9); code != 404 || !strings.Contains(body, "broker 9 is not registered") {
 		t.Errorf("status of an unknown broker: %d %s", code, body)
 	}
@@ -293,7 +296,13 @@ func TestReplaceFounderByJoinedBroker(t *testing.T) {
 	load := startLoad(t, loadClient(t, bs[0]), "drep")
 	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 1000 })
 
-	decommission(t, b4, 3)
+	// Through the CLI, as operations.md walks it.
+	if r, code := clusterCLI(t, b4, "decommission", "3"); code != 0 || !strings.Contains(r.Stdout, "decommissioning broker 3") {
+		t.Fatalf("cairn cluster decommission 3: exit %d: %s %s", code, r.Stdout, r.Stderr)
+	}
+	if r, code := clusterCLI(t, bs[0], "decommission-status", "3", "--watch", "--interval", "250ms"); code != 0 || !strings.Contains(r.Stdout, "Broker 3: decommissioned") {
+		t.Fatalf("cairn cluster decommission-status 3 --watch: exit %d: %s %s", code, r.Stdout, r.Stderr)
+	}
 	waitDecommissioned(t, bs[0], 3, 3*time.Minute)
 	holdsNoReplica(t, adm, 3, "drep")
 	if v := controllerVoters(t, bs[0]); !slices.Equal(v, []int{1, 2, 4}) {
