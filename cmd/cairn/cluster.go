@@ -20,14 +20,13 @@ import (
 )
 
 // `cairn cluster` runs a cluster's operations: health, brokers, cluster properties,
-// partition moves, maintenance mode and leadership. Most of it talks to a broker's admin
+// partition moves, decommission, maintenance mode and leadership. Most of it talks to a broker's admin
 // HTTP API (--admin-url); cluster properties and `leaders balance` go through Kafka
 // (kadm, --brokers), as any Kafka tool would. One file per sub-group: cluster_health.go,
 // cluster_brokers.go, cluster_config.go, cluster_partitions.go, cluster_maintenance.go,
-// cluster_leaders.go.
+// cluster_leaders.go, cluster_decommission.go.
 //
-// Names reserved for commands still to come (not registered yet): `cluster decommission`,
-// `cluster decommission-status`, `cluster recommission` and `cluster partitions
+// Names reserved for commands still to come (not registered yet): `cluster partitions
 // force-recover`.
 
 const (
@@ -50,7 +49,7 @@ func newClusterCmd() *cobra.Command {
 	cf := &clusterFlags{}
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Cluster health, brokers, properties, partition moves, maintenance and leadership",
+		Short: "Cluster health, brokers, properties, partition moves, decommission, maintenance and leadership",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
@@ -70,6 +69,7 @@ func newClusterCmd() *cobra.Command {
 		newClusterMaintenanceCmd(cf),
 		newClusterLeadersCmd(cf),
 	)
+	cmd.AddCommand(newClusterDecommissionCmds(cf)...)
 	return cmd
 }
 

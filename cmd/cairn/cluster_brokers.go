@@ -15,6 +15,7 @@ type brokerStatus struct {
 	Rack        string `json:"rack"`
 	IsAlive     bool   `json:"is_alive"`
 	Maintenance bool   `json:"maintenance"`
+	Membership  string `json:"membership_status"`
 	Leaders     int64  `json:"leaders"`
 	Replicas    int64  `json:"replicas"`
 }
@@ -22,7 +23,7 @@ type brokerStatus struct {
 func newClusterBrokersCmd(cf *clusterFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "brokers",
-		Short: "List the registered brokers: addresses, rack, liveness, maintenance, leaders and replicas",
+		Short: "List the registered brokers: addresses, rack, liveness, membership, maintenance, leaders and replicas",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var brokers []brokerStatus
@@ -35,7 +36,7 @@ func newClusterBrokersCmd(cf *clusterFlags) *cobra.Command {
 			}
 			sort.Slice(brokers, func(i, j int) bool { return brokers[i].NodeID < brokers[j].NodeID })
 			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "ID\tKAFKA\tRPC\tRACK\tSTATUS\tMAINTENANCE\tLEADERS\tREPLICAS")
+			fmt.Fprintln(tw, "ID\tKAFKA\tRPC\tRACK\tSTATUS\tMEMBERSHIP\tMAINTENANCE\tLEADERS\tREPLICAS")
 			for _, b := range brokers {
 				status, rack, maint := "up", b.Rack, "no"
 				if !b.IsAlive {
@@ -47,7 +48,11 @@ func newClusterBrokersCmd(cf *clusterFlags) *cobra.Command {
 				if b.Maintenance {
 					maint = "yes"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", b.NodeID, b.KafkaAddr, b.RPCAddr, rack, status, maint, b.Leaders, b.Replicas)
+				membership := b.Membership
+				if membership == "" {
+					membership = "active" // a broker from before decommission
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", b.NodeID, b.KafkaAddr, b.RPCAddr, rack, status, membership, maint, b.Leaders, b.Replicas)
 			}
 			return tw.Flush()
 		},

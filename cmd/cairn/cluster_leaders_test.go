@@ -104,3 +104,35 @@ func TestLeadersBalanceReportsRefusals(t *testing.T) {
 		t.Errorf("output:\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+func TestDecommissionCommands(t *testing.T) {
+	f := newFakeAdmin(t)
+	f.answer("PUT /v1/brokers/{id}/decommission", 200, `{}`)
+	f.answer("PUT /v1/brokers/{id}/recommission", 200, `{}`)
+	f.answer("GET /v1/brokers/{id}/decommission", 200,
+		`{"finished":false,"replicas_left":2,"allocation_failures":["t/1: min.insync.racks=3 cannot be met"],"partitions":[{"topic":"t","partition":0,"moving_to":[4],"bytes_moved":100,"bytes_left":50}]}`)
+	base := []string{"cluster", "--admin-url", f.srv.URL}
+	if out := mustRun(t, "", append(base, "decommission", "2")...); !strings.Contains(out, "decommissioning broker 2") {
+		t.Errorf("decommission: %s", out)
+	}
+	out := mustRun(t, "", append(base, "decommission-status", "2")...)
+	for _, want := range []string{"Broker 2: draining", "Replicas left: 2", "t/0", "100 B", "cannot place: t/1: min.insync.racks=3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if out := mustRun(t, "", append(base, "recommission", "2")...); !strings.Contains(out, "broker 2 recommissioned") {
+		t.Errorf("recommission: %s", out)
+	}
+	if want := []string{"PUT /v1/brokers/2/decommission", "GET /v1/brokers/2/decommission", "PUT /v1/brokers/2/recommission"}; !slices.Equal(f.asked(), want) {
+		t.Errorf("asked %q, want %q", f.asked(), want)
+	}
+}
+
+func TestDecommissionRefusal(t *testing.T) {
+	f := newFakeAdmin(t)
+	f.answer("PUT /v1/brokers/{id}/decommission", 400, `{"message":"partition t-0 has 3 replicas but only 2 other active brokers could hold them","code":400}`)
+	wantErr(t, "", []string{"cluster", "--admin-url", f.srv.URL, "decommission", "2"}, "only 2 other active brokers", "HTTP 400")
+	wantErr(t, "", []string{"cluster", "--admin-url", f.srv.URL, "decommission", "x"}, "broker")
+	wantErr(t, "", []string{"cluster", "--admin-url", f.srv.URL, "decommission-status", "2", "--watch", "--json"}, "--watch and --json")
+}

@@ -199,13 +199,13 @@ func TestClusterAdminURL(t *testing.T) {
 
 func TestClusterBrokers(t *testing.T) {
 	f := newFakeAdmin(t)
-	body := `[{"node_id":2,"kafka_addr":"h2:9092","rpc_addr":"h2:9093","rack":"","is_alive":false,"maintenance":true,"leaders":0,"replicas":12},` +
+	body := `[{"node_id":2,"kafka_addr":"h2:9092","rpc_addr":"h2:9093","rack":"","is_alive":false,"maintenance":true,"membership_status":"draining","leaders":0,"replicas":12},` +
 		`{"node_id":1,"kafka_addr":"h1:9092","rpc_addr":"h1:9093","rack":"r1","is_alive":true,"maintenance":false,"leaders":5,"replicas":12}]`
 	f.answer("GET /v1/brokers", 200, body)
 	out := mustRun(t, "", "cluster", "--admin-url", f.srv.URL, "brokers")
-	want := "ID  KAFKA    RPC      RACK  STATUS  MAINTENANCE  LEADERS  REPLICAS\n" +
-		"1   h1:9092  h1:9093  r1    up      no           5        12\n" +
-		"2   h2:9092  h2:9093  -     DOWN    yes          0        12\n"
+	want := "ID  KAFKA    RPC      RACK  STATUS  MEMBERSHIP  MAINTENANCE  LEADERS  REPLICAS\n" +
+		"1   h1:9092  h1:9093  r1    up      active      no           5        12\n" +
+		"2   h2:9092  h2:9093  -     DOWN    draining    yes          0        12\n"
 	if out != want {
 		t.Errorf("brokers:\n%s\nwant\n%s", out, want)
 	}

@@ -1,7 +1,7 @@
 // Package admin owns the node's HTTP admin surface: readiness, the per-partition boundary
 // view, the cluster health overview (health.go), the broker list, maintenance mode,
-// leadership transfer and the leader balancer's status (brokers.go), partition moves
-// (moves.go), Prometheus metrics and pprof profiles. Requests that change the cluster it
+// leadership transfer and the leader balancer's status (brokers.go), decommission
+// (decommission.go), partition moves (moves.go), Prometheus metrics and pprof profiles. Requests that change the cluster it
 // hands to the broker's operations, which propose them to the controller or ask the
 // partition's leader; it reads partitions but must never change partition state itself,
 // decide or validate metadata, or speak the Kafka protocol.
@@ -255,6 +255,9 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s.mux.HandleFunc("GET /v1/brokers/{id}/maintenance", s.handleMaintenanceStatus)
 	s.mux.HandleFunc("PUT /v1/brokers/{id}/maintenance", s.handleMaintenance(true))
 	s.mux.HandleFunc("DELETE /v1/brokers/{id}/maintenance", s.handleMaintenance(false))
+	s.mux.HandleFunc("PUT /v1/brokers/{id}/decommission", s.handleDecommission)
+	s.mux.HandleFunc("GET /v1/brokers/{id}/decommission", s.handleDecommissionStatus)
+	s.mux.HandleFunc("PUT /v1/brokers/{id}/recommission", s.handleRecommission)
 	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/transfer_leadership", s.handleTransferLeadership)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -4,7 +4,9 @@
 // group coordinator. It routes work to local replicas. It moves leadership, only ever by
 // Raft leadership transfer: on request from any broker (leadership_transfer.go), off a
 // broker in maintenance (maintenance.go) and back to preferred replicas (the leader
-// balancer, balancer.go, on the controller leader). Every inter-broker message reaches its
+// balancer, balancer.go, on the controller leader). On the controller leader it also drives
+// decommissions: moves off a draining broker, then its removal from the controller group
+// (decommission.go). Every inter-broker message reaches its
 // part through one rpc.Registry, on which each part registers its own message types (the
 // numbers are internal/rpc's table) when it is created. It must not speak the Kafka wire
 // protocol (that is internal/kafka), implement partition semantics (internal/partition) or
@@ -261,6 +263,7 @@ func New(cfg Config) (*Broker, error) {
 	b.spawn(b.moveLoop)
 	b.spawn(b.maintenanceLoop)
 	b.spawn(b.balancerLoop)
+	b.spawn(b.decommissionLoop)
 	return b, nil
 }
 

@@ -8,6 +8,8 @@ type BrokerSummary struct {
 	Rack        string `json:"rack"`
 	IsAlive     bool   `json:"is_alive"`
 	Maintenance bool   `json:"maintenance"`
+	// MembershipStatus is "active", "draining" (being decommissioned) or "decommissioned".
+	MembershipStatus string `json:"membership_status"`
 	// Leaders counts the partitions it leads as this broker knows them; Replicas the
 	// partition replicas the controller assigns it.
 	Leaders  int `json:"leaders"`
@@ -28,7 +30,7 @@ func (b *Broker) BrokerSummaries() []BrokerSummary {
 	out := make([]BrokerSummary, 0, len(brokers))
 	for _, br := range brokers {
 		out = append(out, BrokerSummary{NodeID: br.ID, KafkaAddr: br.KafkaAddr, RPCAddr: br.RPCAddr, Rack: br.Rack,
-			IsAlive: br.Live, Maintenance: br.Maintenance, Leaders: leaders[br.ID], Replicas: load[br.ID]})
+			IsAlive: br.Live, Maintenance: br.Maintenance, MembershipStatus: br.MembershipStatus(), Leaders: leaders[br.ID], Replicas: load[br.ID]})
 	}
 	return out
 }

@@ -206,6 +206,8 @@ func (b *Broker) ineligibleLeader(id int32) string {
 		return "it is not live"
 	case br.Maintenance:
 		return "it is in maintenance"
+	case !br.Active():
+		return "it is " + br.MembershipStatus() + " (decommission)"
 	}
 	return ""
 }

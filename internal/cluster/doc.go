@@ -54,11 +54,20 @@
 // record whose value is the controller.EncodeCommand encoding. This package builds and
 // parses that one shape itself; it knows nothing else of the Kafka format.
 //
+// # Leaving
+//
+// A broker leaves group 0 only when it is decommissioned: the controller leader, once the
+// broker holds no partition replica, calls RemoveMember (one raft configuration change,
+// for a voter or a learner; never for the leader itself, which hands its leadership on
+// first), after Promote has made a live learner a voter where a voter leaves. Who leaves and when is the proposer's decision (internal/broker); this package
+// only carries it out.
+//
 // # Limits
 //
 // Group 0's log is never trimmed: a restart replays it whole, and a joiner receives it
-// whole (raft snapshots here carry no controller state). Joiners stay learners, so the
-// controller survives only while a majority of the founders does. A founder that comes
-// back with an empty directory bootstraps again as if new, which raft does not make safe:
-// replace a founder's disk only by joining a new broker.
+// whole (raft snapshots here carry no controller state). Joiners stay learners (until a
+// decommission promotes one in a leaving voter's place), so the controller survives only
+// while a majority of its voters does. A founder that comes back with an empty directory
+// bootstraps again as if new, which raft does not make safe: replace a founder's disk only
+// by joining a new broker (and decommissioning the old one).
 package cluster

@@ -505,6 +505,7 @@ type ControllerStatus struct {
 	Committed uint64  `json:"committed_index"`
 	Applied   uint64  `json:"applied_index"`
 	Voters    []int32 `json:"voters"`
+	Learners  []int32 `json:"learners"`
 }
 
 // ControllerStatus reports the local controller replica's raft position (zero before it
@@ -518,6 +519,9 @@ func (s *Service) ControllerStatus() ControllerStatus {
 		LastIndex: st.LogEnd, Committed: st.Committed, Applied: st.Applied}
 	for _, v := range st.Voters {
 		out.Voters = append(out.Voters, int32(v))
+	}
+	for _, v := range st.Learners {
+		out.Learners = append(out.Learners, int32(v))
 	}
 	return out
 }

@@ -12,8 +12,8 @@ import (
 // Version is the encoding version of commands and snapshots. A decoder refuses a higher
 // version with ErrUnsupportedVersion: a replica that cannot understand a committed entry
 // must stop rather than skip it and diverge. Version 2 added the reassignment commands
-// (see sinceVersion).
-const Version = 2
+// (see sinceVersion); version 3 the decommission commands.
+const Version = 3
 
 // ErrUnsupportedVersion reports a command or snapshot of an encoding version this build
 // does not know.
@@ -150,6 +150,9 @@ var decoders = map[string]func() Command{
 	"mark_reassignment_final":    func() Command { return &MarkReassignmentFinal{} },
 	"complete_reassignment":      func() Command { return &CompleteReassignment{} },
 	"set_broker_maintenance":     func() Command { return &SetBrokerMaintenance{} },
+	"decommission_broker":        func() Command { return &DecommissionBroker{} },
+	"recommission_broker":        func() Command { return &RecommissionBroker{} },
+	"mark_broker_decommissioned": func() Command { return &MarkBrokerDecommissioned{} },
 }
 
 // sinceVersion is the encoding version that introduced each command newer than version 1.
@@ -158,11 +161,14 @@ var decoders = map[string]func() Command{
 // skipped a move the others applied would diverge. Older commands keep version 1, so their
 // bytes stay what they were.
 var sinceVersion = map[string]int{
-	"begin_reassignment":      2,
-	"cancel_reassignment":     2,
-	"mark_reassignment_final": 2,
-	"complete_reassignment":   2,
-	"set_broker_maintenance":  2,
+	"begin_reassignment":         2,
+	"cancel_reassignment":        2,
+	"mark_reassignment_final":    2,
+	"complete_reassignment":      2,
+	"set_broker_maintenance":     2,
+	"decommission_broker":        3,
+	"recommission_broker":        3,
+	"mark_broker_decommissioned": 3,
 }
 
 // envelope is the encoded form of a command: {"v":1,"op":"create_topic","body":{...}}.

@@ -189,6 +189,11 @@ func (s *State) checkBegin(c *BeginReassignment) (*Topic, *applyErr) {
 	if e := checkTarget(s.brokers, c.Topic, c.Partition, c.Replicas); e != nil {
 		return nil, e
 	}
+	for _, id := range c.Replicas {
+		if b := s.brokers[id]; !b.Active() && !slices.Contains(t.Assignment[c.Partition], id) {
+			return nil, reject(kerr.InvalidReplicaAssignment, "partition %s-%d: broker %d is %s and takes no new replica", c.Topic, c.Partition, id, b.MembershipStatus())
+		}
+	}
 	if _, busy := t.Reassigning[c.Partition]; busy {
 		return nil, reject(kerr.ReassignmentInProgress, "partition %s-%d is already being reassigned; cancel that move first", c.Topic, c.Partition)
 	}

@@ -13,7 +13,8 @@ import (
 // partitions in order, from 1), the same on every replica that decodes it. Commands are
 // unchanged and stay at Version. Version 3 added the partition moves (Topic.Reassigning and
 // Topic.Moved); a version-1 or -2 snapshot has none and must not carry them.
-const SnapshotVersion = 3
+// Version 4 added the brokers' membership (Broker.Membership, decommission).
+const SnapshotVersion = 4
 
 // snapshot is the encoded form of a whole State. Brokers are sorted by id and topics by
 // name, and map keys are written sorted, so equal states encode to equal bytes.
@@ -86,6 +87,14 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		}
 		if br.KafkaAddr == "" || br.RPCAddr == "" {
 			return bad("broker %d has no Kafka or RPC address", br.ID)
+		}
+		switch br.Membership {
+		case "", MembershipDraining, MembershipDecommissioned:
+		default:
+			return bad("broker %d has membership %q", br.ID, br.Membership)
+		}
+		if br.Membership != "" && snap.V < 4 {
+			return bad("broker %d has a membership in a version %d snapshot", br.ID, snap.V)
 		}
 		b := br
 		s.brokers[b.ID] = &b

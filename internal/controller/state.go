@@ -24,6 +24,9 @@ type Broker struct {
 	Live        bool   `json:"live"`
 	// Maintenance is set while the broker is in maintenance mode (SetBrokerMaintenance).
 	Maintenance bool `json:"maintenance,omitempty"`
+	// Membership is "" while the broker is active, MembershipDraining while it is being
+	// decommissioned and MembershipDecommissioned once it has left (decommission.go).
+	Membership string `json:"membership,omitempty"`
 }
 
 // Topic is a topic as the controller knows it. Assignment[p] is partition p's replica
@@ -225,6 +228,12 @@ func (s *State) apply(cmd Command, res *Result) *applyErr {
 		return s.completeReassignment(c)
 	case *SetBrokerMaintenance:
 		return s.setBrokerMaintenance(c)
+	case *DecommissionBroker:
+		return s.decommissionBroker(c)
+	case *RecommissionBroker:
+		return s.recommissionBroker(c)
+	case *MarkBrokerDecommissioned:
+		return s.markBrokerDecommissioned(c)
 	}
 	return reject(kerr.InvalidRequest, "unknown command %T", cmd)
 }
@@ -256,6 +265,7 @@ func (s *State) registerBroker(c *RegisterBroker) *applyErr {
 	nb := &Broker{ID: c.ID, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr, Rack: c.Rack, Incarnation: c.Incarnation, Live: true}
 	if old, ok := s.brokers[c.ID]; ok {
 		nb.Maintenance = old.Maintenance // a restart within maintenance stays in it
+		nb.Membership = old.Membership   // and one within a decommission stays in it
 	}
 	s.brokers[c.ID] = nb
 	return nil
@@ -320,6 +330,17 @@ func checkConfigKeys(m map[string]string, del []string) *applyErr {
 	return nil
 }
 
+// checkNewReplicas refuses new partitions' replicas on a broker that is draining or
+// decommissioned (snapshots hold older partitions, which may still be on one).
+func checkNewReplicas(brokers map[int32]*Broker, p int, replicas []int32) *applyErr {
+	for _, r := range replicas {
+		if b := brokers[r]; b != nil && !b.Active() {
+			return reject(kerr.InvalidReplicaAssignment, "partition %d names broker %d, which is %s and takes no new replica", p, r, b.MembershipStatus())
+		}
+	}
+	return nil
+}
+
 // checkReplicas validates one partition's replica list against the registered brokers.
 func checkReplicas(brokers map[int32]*Broker, p int, replicas []int32, rf int) *applyErr {
 	if len(replicas) != rf {
@@ -369,6 +390,9 @@ func (s *State) createTopic(c *CreateTopic) *applyErr {
 		if e := checkReplicas(s.brokers, p, r, int(c.RF)); e != nil {
 			return e
 		}
+		if e := checkNewReplicas(s.brokers, p, r); e != nil {
+			return e
+		}
 	}
 	if e := checkConfigKeys(c.Configs, nil); e != nil {
 		return e
@@ -415,6 +439,9 @@ func (s *State) createPartitions(c *CreatePartitions) *applyErr {
 	}
 	for i, r := range c.NewAssignment {
 		if e := checkReplicas(s.brokers, len(t.Assignment)+i, r, int(t.RF)); e != nil {
+			return e
+		}
+		if e := checkNewReplicas(s.brokers, len(t.Assignment)+i, r); e != nil {
 			return e
 		}
 	}
@@ -626,7 +653,8 @@ func (s *State) replicaLoad() map[int32]int {
 	return load
 }
 
-// Placement returns what Place needs to place new partitions: the live brokers and the
+// Placement returns what Place needs to place new partitions: the live, active brokers (a
+// broker being decommissioned takes no new replica) and the
 // replicas every registered broker holds. The proposer checks rf against the live brokers
 // here; Apply only checks that an assignment names registered brokers.
 func (s *State) Placement() ([]BrokerInfo, map[int32]int) {
@@ -634,7 +662,7 @@ func (s *State) Placement() ([]BrokerInfo, map[int32]int) {
 	defer s.mu.RUnlock()
 	var live []BrokerInfo
 	for _, b := range s.brokers {
-		if b.Live {
+		if b.Live && b.Active() {
 			live = append(live, BrokerInfo{ID: b.ID, Rack: b.Rack})
 		}
 	}
