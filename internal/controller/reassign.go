@@ -216,15 +216,11 @@ func (s *State) beginReassignment(c *BeginReassignment) *applyErr {
 }
 
 func (s *State) cancelReassignment(c *CancelReassignment) *applyErr {
-	t, e := s.partitionOf(c.Topic, c.Partition)
+	t, r, e := s.moveOf(c.Topic, c.Partition)
 	if e != nil {
 		return e
 	}
-	r, ok := t.Reassigning[c.Partition]
-	switch {
-	case !ok:
-		return reject(kerr.NoReassignmentInProgress, "partition %s-%d is not being reassigned", c.Topic, c.Partition)
-	case r.Final:
+	if r.Final {
 		return reject(kerr.ReassignmentInProgress, "partition %s-%d: the partition is leaving its joint configuration; cancelling is no longer safe", c.Topic, c.Partition)
 	}
 	r.Cancelled = true
@@ -232,15 +228,25 @@ func (s *State) cancelReassignment(c *CancelReassignment) *applyErr {
 	return nil
 }
 
+// moveOf finds a partition's move in progress for a command, or rejects it.
+func (s *State) moveOf(topic string, p int32) (*Topic, Reassignment, *applyErr) {
+	t, e := s.partitionOf(topic, p)
+	if e != nil {
+		return nil, Reassignment{}, e
+	}
+	r, ok := t.Reassigning[p]
+	if !ok {
+		return nil, Reassignment{}, reject(kerr.NoReassignmentInProgress, "partition %s-%d is not being reassigned", topic, p)
+	}
+	return t, r, nil
+}
+
 func (s *State) markReassignmentFinal(c *MarkReassignmentFinal) *applyErr {
-	t, e := s.partitionOf(c.Topic, c.Partition)
+	t, r, e := s.moveOf(c.Topic, c.Partition)
 	if e != nil {
 		return e
 	}
-	r, ok := t.Reassigning[c.Partition]
 	switch {
-	case !ok:
-		return reject(kerr.NoReassignmentInProgress, "partition %s-%d is not being reassigned", c.Topic, c.Partition)
 	case r.Cancelled:
 		return reject(kerr.ReassignmentInProgress, "partition %s-%d: the move was cancelled; it goes back to %v", c.Topic, c.Partition, r.Original)
 	case !slices.Equal(c.Goal, r.Goal()):
@@ -252,15 +258,11 @@ func (s *State) markReassignmentFinal(c *MarkReassignmentFinal) *applyErr {
 }
 
 func (s *State) completeReassignment(c *CompleteReassignment) *applyErr {
-	t, e := s.partitionOf(c.Topic, c.Partition)
+	t, r, e := s.moveOf(c.Topic, c.Partition)
 	if e != nil {
 		return e
 	}
-	r, ok := t.Reassigning[c.Partition]
-	switch {
-	case !ok:
-		return reject(kerr.NoReassignmentInProgress, "partition %s-%d is not being reassigned", c.Topic, c.Partition)
-	case !slices.Equal(c.Replicas, r.Goal()):
+	if !slices.Equal(c.Replicas, r.Goal()) {
 		return reject(kerr.InvalidReplicaAssignment, "partition %s-%d: the move's goal is %v, not %v", c.Topic, c.Partition, r.Goal(), c.Replicas)
 	}
 	t.Assignment[c.Partition] = r.Goal()

@@ -64,6 +64,17 @@ func startLoad(t *testing.T, cl *kgo.Client, topic string) *loadProducer {
 	return lp
 }
 
+// loadedPartition creates a one-partition topic on brokers 1, 2 and 3, starts a load on it
+// through b and returns once n records are acknowledged.
+func loadedPartition(t *testing.T, b *Broker, topic string, n int) (*kadm.Client, *loadProducer) {
+	t.Helper()
+	cl := b.Client(t)
+	createOnReplicas(t, cl, topic, []int32{1, 2, 3}, nil)
+	load := startLoad(t, loadClient(t, b), topic)
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= n })
+	return kadm.NewClient(cl), load
+}
+
 // loadClient is an idempotent acks=all producer pinned to partition 0 that retries
 // through leader changes.
 func loadClient(t *testing.T, b *Broker) *kgo.Client {
@@ -155,11 +166,7 @@ func replicaGone(t *testing.T, b *Broker, topic string) {
 
 func TestMoveToThreeOtherBrokers(t *testing.T) {
 	bs := startCluster(t, 6)
-	cl := bs[0].Client(t)
-	createOnReplicas(t, cl, "mv", []int32{1, 2, 3}, nil)
-	adm := kadm.NewClient(cl)
-	load := startLoad(t, loadClient(t, bs[0]), "mv")
-	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 2000 })
+	adm, load := loadedPartition(t, bs[0], "mv", 2000)
 
 	moveTo(t, adm, "mv", []int32{4, 5, 6})
 	if r, ok := moving(t, adm, "mv"); ok {
@@ -179,11 +186,7 @@ func TestMoveToThreeOtherBrokers(t *testing.T) {
 
 func TestMoveResumesAfterTheLeaderIsKilled(t *testing.T) {
 	bs := startCluster(t, 4)
-	cl := bs[1].Client(t)
-	createOnReplicas(t, cl, "mvk", []int32{1, 2, 3}, nil)
-	adm := kadm.NewClient(cl)
-	load := startLoad(t, loadClient(t, bs[1]), "mvk")
-	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 2000 })
+	adm, load := loadedPartition(t, bs[1], "mvk", 2000)
 	leader := leaderOf(t, bs, "mvk", 0)
 
 	// The move takes the leader out, so it must hand leadership over before it leaves;
@@ -208,11 +211,7 @@ func TestMoveResumesAfterTheLeaderIsKilled(t *testing.T) {
 
 func TestMoveCancelledWhileALearnerCatchesUp(t *testing.T) {
 	bs := startCluster(t, 4)
-	cl := bs[0].Client(t)
-	createOnReplicas(t, cl, "mvc", []int32{1, 2, 3}, nil)
-	adm := kadm.NewClient(cl)
-	load := startLoad(t, loadClient(t, bs[0]), "mvc")
-	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 1000 })
+	adm, load := loadedPartition(t, bs[0], "mvc", 1000)
 
 	// Broker 4 is stopped: as a learner it cannot catch up, so the move waits there until
 	// it is cancelled, and returns to 1,2,3.
@@ -249,11 +248,7 @@ func controllerLeader(t *testing.T, b *Broker) int32 {
 
 func TestMoveSurvivesKillingTheControllerLeaderAndALearner(t *testing.T) {
 	bs := startCluster(t, 5)
-	cl := bs[0].Client(t)
-	createOnReplicas(t, cl, "mvq", []int32{1, 2, 3}, nil)
-	adm := kadm.NewClient(cl)
-	load := startLoad(t, loadClient(t, bs[0]), "mvq")
-	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 2000 })
+	adm, load := loadedPartition(t, bs[0], "mvq", 2000)
 
 	// The controller records the move, the point of no cancel and the completion: its
 	// leader dies as the move starts, and broker 5, one of the learners, with it (or just
@@ -283,11 +278,7 @@ func TestMoveSurvivesKillingTheControllerLeaderAndALearner(t *testing.T) {
 
 func TestReplicationFactorChangeIsAMove(t *testing.T) {
 	bs := startCluster(t, 5)
-	cl := bs[0].Client(t)
-	createOnReplicas(t, cl, "rf", []int32{1, 2, 3}, nil)
-	adm := kadm.NewClient(cl)
-	load := startLoad(t, loadClient(t, bs[0]), "rf")
-	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 1000 })
+	adm, load := loadedPartition(t, bs[0], "rf", 1000)
 
 	moveTo(t, adm, "rf", []int32{1, 2, 3, 4, 5}) // RF 3 -> 5
 	waitMoved(t, adm, "rf", []int32{1, 2, 3, 4, 5}, 90*time.Second)
