@@ -140,6 +140,15 @@ func drawTarget(rng *rand.Rand, current []int32, brokers int, racks []string, mi
 	return slices.Clone(current)
 }
 
+// drawOther draws one of ids other than not, or not itself when it is the only one.
+func drawOther(rng *rand.Rand, ids []int32, not int32) int32 {
+	others := slices.DeleteFunc(slices.Clone(ids), func(id int32) bool { return id == not })
+	if len(others) == 0 {
+		return not
+	}
+	return others[rng.IntN(len(others))]
+}
+
 // moveRun is one move the mover follows until its window ends.
 type moveRun struct {
 	name             string
@@ -372,7 +381,7 @@ func (m *mover) leadership(ctx context.Context, p int32, through via, from int, 
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if through == viaHTTP {
-		target := replicas[rng.IntN(len(replicas))]
+		target := drawOther(rng, replicas, leader)
 		name := fmt.Sprintf("transfer %s/%d leader %d -> %d (http)", topic, p, leader, target)
 		m.rec.Fault(name, false)
 		v := httpTransfer(ctx, m.hc, m.adminAddr(from), topic, p, target)
@@ -495,20 +504,37 @@ func (m *mover) finish(ctx context.Context, bound time.Duration) moveStats {
 	m.stop()
 	m.wg.Wait()
 	slices.Sort(still)
-	var where []string
-	for p := range m.partitions {
-		replicas, leader, err := replicasOf(context.Background(), m.adm, topic, int32(p))
-		if err != nil {
-			where = append(where, fmt.Sprintf("%s/%d: %v", topic, p, err))
-			continue
-		}
-		where = append(where, fmt.Sprintf("%s/%d on %v led by %d", topic, p, replicas, leader))
-	}
-	m.logf("after the moves: %s", strings.Join(where, "; "))
+	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer pcancel()
+	m.logf("after the moves: %s", m.placement(pctx))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stats.StillMoving = still
 	return m.stats
+}
+
+// placement describes where each partition is, as Metadata reports it, once every one has
+// a leader there (a broker hears of leaders through the others' reports, a moment after a
+// move or an election), or ctx ends.
+func (m *mover) placement(ctx context.Context) string {
+	for {
+		var where []string
+		leaderless := false
+		for p := range m.partitions {
+			replicas, leader, err := replicasOf(context.Background(), m.adm, topic, int32(p))
+			if err != nil {
+				where = append(where, fmt.Sprintf("%s/%d: %v", topic, p, err))
+				leaderless = true
+				continue
+			}
+			leaderless = leaderless || leader < 0
+			where = append(where, fmt.Sprintf("%s/%d on %v led by %d", topic, p, replicas, leader))
+		}
+		if !leaderless || ctx.Err() != nil {
+			return strings.Join(where, "; ")
+		}
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
 }
 
 // Close stops the trackers and closes the mover's client.

@@ -84,6 +84,21 @@ func TestDrawTargetStray(t *testing.T) {
 	}
 }
 
+func TestDrawOther(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 100 {
+		if got := drawOther(rng, []int32{1, 2, 3}, 2); got == 2 || got < 1 || got > 3 {
+			t.Fatalf("drawOther([1 2 3], not 2) = %d", got)
+		}
+	}
+	if got := drawOther(rng, []int32{4}, 4); got != 4 {
+		t.Errorf("drawOther([4], not 4) = %d, want 4 (the only replica)", got)
+	}
+	if got := drawOther(rng, []int32{4, 5}, -1); got != 4 && got != 5 {
+		t.Errorf("drawOther with no leader = %d", got)
+	}
+}
+
 func TestClassifyMove(t *testing.T) {
 	orig, target := []int32{1, 2, 3}, []int32{3, 4, 5}
 	for _, c := range []struct {
