@@ -35,8 +35,9 @@ import (
 // Completed, Cancelled, Refused and TimedOut.
 type moveStats struct {
 	Moves, Completed, Cancelled, Refused, TimedOut int
-	// DeadBroker counts the moves requested while a broker of the old or new set was down.
-	DeadBroker                                  int
+	// WithKill counts the moves with a broker of the old or new set killed before or
+	// during them.
+	WithKill                                    int
 	CancelAsks, CancelsAccepted, CancelsRefused int
 	Transfers, TransfersRefused                 int
 	Elections, ElectionsRefused                 int
@@ -49,9 +50,9 @@ func (s moveStats) String() string {
 	if len(s.StillMoving) > 0 {
 		still = fmt.Sprint(s.StillMoving)
 	}
-	return fmt.Sprintf("moves: %d requested (%d with a broker down): %d completed, %d cancelled, %d refused, %d timed out; "+
+	return fmt.Sprintf("moves: %d requested (%d with a broker killed before or during it): %d completed, %d cancelled, %d refused, %d timed out; "+
 		"cancels: %d asked, %d accepted, %d refused; leadership: %d transfers (%d refused), %d preferred elections (%d refused); still moving after the final wait: %s",
-		s.Moves, s.DeadBroker, s.Completed, s.Cancelled, s.Refused, s.TimedOut,
+		s.Moves, s.WithKill, s.Completed, s.Cancelled, s.Refused, s.TimedOut,
 		s.CancelAsks, s.CancelsAccepted, s.CancelsRefused, s.Transfers, s.TransfersRefused, s.Elections, s.ElectionsRefused, still)
 }
 
@@ -238,7 +239,7 @@ func (m *mover) fault(ctx context.Context) error {
 	from := rng.IntN(m.cl.N())
 	switch r := rng.IntN(10); {
 	case r < 5:
-		return m.move(ctx, p, through, from, rng.IntN(4) == 0, -1, through)
+		return m.move(ctx, p, through, from, killPlan(max(0, rng.IntN(6)-3)), -1, through)
 	case r < 7:
 		cancelVia := viaKafka
 		if rng.IntN(2) == 0 {
@@ -255,7 +256,7 @@ func (m *mover) fault(ctx context.Context) error {
 			m.cancel(ctx, run, cancelVia, from)
 			return nil
 		}
-		return m.move(ctx, p, through, from, false, delay, cancelVia)
+		return m.move(ctx, p, through, from, noKill, delay, cancelVia)
 	default:
 		return m.leadership(ctx, p, through, from, rng)
 	}
@@ -271,12 +272,22 @@ func (m *mover) openRun(pick int) *moveRun {
 	return m.runs[pick%len(m.runs)]
 }
 
+// killPlan is whether a move fault also kills a broker, and when.
+type killPlan int
+
+const (
+	noKill     killPlan = iota
+	killBefore          // a broker of the old or new set is down when the move is asked for
+	killDuring          // the leader, or a broker of the old or new set, dies mid-move
+)
+
 // move moves partition p to a drawn set through the given interface and follows it in the
-// background. deadBroker first kills a broker of the old or new set, and starts it again a
-// moment after the request. cancelAfter >= 0 cancels the move (through cancelVia) that long
-// after it was accepted: at once when 0.
-func (m *mover) move(ctx context.Context, p int32, through via, from int, deadBroker bool, cancelAfter time.Duration, cancelVia via) error {
-	current, _, err := replicasOf(ctx, m.adm, topic, p)
+// background. kill also kills a broker of the old or new set (killDuring: the leader, by
+// turns) before the request or a moment after it, and starts it again a moment later.
+// cancelAfter >= 0 cancels the move (through cancelVia) that long after it was asked for:
+// at once when 0.
+func (m *mover) move(ctx context.Context, p int32, through via, from int, kill killPlan, cancelAfter time.Duration, cancelVia via) error {
+	current, leader, err := replicasOf(ctx, m.adm, topic, p)
 	if err != nil {
 		m.logf("move %s/%d skipped: %v", topic, p, err)
 		return nil
@@ -284,20 +295,32 @@ func (m *mover) move(ctx context.Context, p int32, through via, from int, deadBr
 	stray := m.minRacks > 1 && m.rng.IntN(8) == 0
 	target := drawTarget(m.rng, current, m.cl.N(), m.racks, m.minRacks, m.minRF, stray)
 	name := fmt.Sprintf("move %s/%d %v -> %v (%s)", topic, p, current, target, through)
-	killed := 0
-	if deadBroker && m.cl.N() >= 3 {
+	victim := 0
+	if kill != noKill && m.cl.N() >= 3 {
 		union := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(current), target...))))
-		id := int(union[m.rng.IntN(len(union))])
-		if m.cl.Broker(id).Running() {
-			if err := m.cl.Kill9(id); err != nil {
-				return fmt.Errorf("killing broker %d for a move: %w", id, err)
-			}
-			killed = id
-			kill := fmt.Sprintf("kill [%d] (for a move)", id)
-			m.logf("%s", kill)
-			m.rec.Fault(kill, false)
-			name += fmt.Sprintf(" with broker %d down", id)
+		victim = int(union[m.rng.IntN(len(union))])
+		if kill == killDuring && leader > 0 && m.rng.IntN(2) == 0 {
+			victim = int(leader)
 		}
+		if !m.cl.Broker(victim).Running() {
+			victim = 0
+		}
+	}
+	killAfter := time.Duration(50+m.rng.IntN(750)) * time.Millisecond
+	killIt := func(why string) error {
+		if err := m.cl.Kill9(victim); err != nil {
+			return fmt.Errorf("killing broker %d %s: %w", victim, why, err)
+		}
+		name := fmt.Sprintf("kill [%d] (%s)", victim, why)
+		m.logf("%s", name)
+		m.rec.Fault(name, false)
+		return nil
+	}
+	if victim != 0 && kill == killBefore {
+		if err := killIt("before a move"); err != nil {
+			return err
+		}
+		name += fmt.Sprintf(" with broker %d down", victim)
 	}
 	m.rec.Fault(name, false)
 	var v verdict
@@ -311,8 +334,8 @@ func (m *mover) move(ctx context.Context, p int32, through via, from int, deadBr
 	m.logf("%s: %s", name, v)
 	m.mu.Lock()
 	m.stats.Moves++
-	if killed != 0 {
-		m.stats.DeadBroker++
+	if victim != 0 {
+		m.stats.WithKill++
 	}
 	if v.answer == refused {
 		m.stats.Refused++
@@ -328,16 +351,22 @@ func (m *mover) move(ctx context.Context, p int32, through via, from int, deadBr
 		m.mu.Lock()
 		m.runs = append(m.runs, run)
 		m.mu.Unlock()
+		m.wg.Add(1)
+		go m.track(run, from)
 		if cancelAfter == 0 {
 			m.cancel(ctx, run, cancelVia, from)
 		}
-		m.wg.Add(1)
-		go m.track(run, from)
 	}
-	if killed != 0 {
+	if victim != 0 && kill == killDuring {
+		sleepCtx(ctx, killAfter)
+		if err := killIt("during a move"); err != nil {
+			return err
+		}
+	}
+	if victim != 0 {
 		sleepCtx(ctx, time.Duration(1000+m.rng.IntN(3000))*time.Millisecond)
-		if err := m.cl.StartAll(ctx, killed); err != nil {
-			return fmt.Errorf("restarting broker %d after a move: %w", killed, err)
+		if err := m.cl.StartAll(ctx, victim); err != nil {
+			return fmt.Errorf("restarting broker %d after a move: %w", victim, err)
 		}
 	}
 	return nil
