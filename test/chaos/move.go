@@ -250,7 +250,7 @@ func (m *mover) fault(ctx context.Context) error {
 			delay = time.Duration(200+rng.IntN(4800)) * time.Millisecond
 		}
 		if run := m.openRun(rng.IntN(1 << 20)); run != nil && rng.IntN(2) == 0 {
-			m.logf("cancel %s (%s) in %v", run.name, cancelVia, delay)
+			m.logf("cancel (%s) of %s in %v", cancelVia, run.name, delay)
 			m.rec.Fault(fmt.Sprintf("cancel %s", run.name), false)
 			sleepCtx(ctx, delay)
 			m.cancel(ctx, run, cancelVia, from)
@@ -382,7 +382,7 @@ func (m *mover) cancel(ctx context.Context, run *moveRun, through via, from int)
 	} else {
 		v = kafkaMove(ctx, m.adm, topic, run.p, nil)
 	}
-	m.logf("cancel of %s (%s): %s", run.name, through, v)
+	m.logf("cancel (%s) of %s: %s", through, run.name, v)
 	m.mu.Lock()
 	m.stats.CancelAsks++
 	switch v.answer {
