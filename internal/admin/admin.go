@@ -1,7 +1,10 @@
 // Package admin owns the node's HTTP admin surface: readiness, the per-partition boundary
-// view, the cluster health overview, Prometheus metrics and pprof profiles. It only reads
-// from the broker and its partitions; it must never change partition state or speak the
-// Kafka protocol.
+// view, the cluster health overview (health.go), the broker list, maintenance mode,
+// leadership transfer and the leader balancer's status (brokers.go), partition moves
+// (moves.go), Prometheus metrics and pprof profiles. Requests that change the cluster it
+// hands to the broker's operations, which propose them to the controller or ask the
+// partition's leader; it reads partitions but must never change partition state itself,
+// decide or validate metadata, or speak the Kafka protocol.
 package admin
 
 import (
@@ -243,7 +246,16 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s.mux.HandleFunc("GET /v1/status/ready", s.handleReady)
 	s.mux.HandleFunc("GET /v1/partitions/{topic}/{partition}", s.handlePartition)
 	s.mux.HandleFunc("GET /v1/cluster", s.handleCluster)
+	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/replicas", s.handleMoveReplicas)
+	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/cancel_reconfiguration", s.handleCancelMove)
+	s.mux.HandleFunc("GET /v1/partitions/reconfigurations", s.handleReconfigurations)
 	s.mux.HandleFunc("GET /v1/cluster/health_overview", s.handleHealthOverview)
+	s.mux.HandleFunc("GET /v1/cluster/leader_balancer", s.handleLeaderBalancer)
+	s.mux.HandleFunc("GET /v1/brokers", s.handleBrokers)
+	s.mux.HandleFunc("GET /v1/brokers/{id}/maintenance", s.handleMaintenanceStatus)
+	s.mux.HandleFunc("PUT /v1/brokers/{id}/maintenance", s.handleMaintenance(true))
+	s.mux.HandleFunc("DELETE /v1/brokers/{id}/maintenance", s.handleMaintenance(false))
+	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/transfer_leadership", s.handleTransferLeadership)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -1,7 +1,10 @@
 // Package broker wires one Cairn node together: its inter-broker transport, its multi-raft
 // host, its controller service (the cluster metadata, internal/cluster), the partition
 // replicas the metadata assigns to it, the leadership table Metadata answers from, and the
-// group coordinator. It routes work to local replicas. Every inter-broker message reaches its
+// group coordinator. It routes work to local replicas. It moves leadership, only ever by
+// Raft leadership transfer: on request from any broker (leadership_transfer.go), off a
+// broker in maintenance (maintenance.go) and back to preferred replicas (the leader
+// balancer, balancer.go, on the controller leader). Every inter-broker message reaches its
 // part through one rpc.Registry, on which each part registers its own message types (the
 // numbers are internal/rpc's table) when it is created. It must not speak the Kafka wire
 // protocol (that is internal/kafka), implement partition semantics (internal/partition) or
@@ -114,6 +117,7 @@ type Broker struct {
 	svc       atomic.Pointer[cluster.Service]
 	leaders   *leaderTable
 	fwd       *forwarder
+	moves     *mover
 
 	// topics is the controller state's topics as of the last reconcile, by name: the
 	// request paths read it instead of copying topics out of the state on every request.
@@ -133,6 +137,8 @@ type Broker struct {
 	// rackShort is, under reconcileMu, the topics last warned of as short of their
 	// min.insync.racks, with what was said (see warnRackShortfalls).
 	rackShort map[string]string
+
+	balancer balancerState // the leader balancer's rounds on this broker (balancer.go)
 
 	pidMu   sync.Mutex // producer ids from the controller's blocks
 	pidNext int64
@@ -176,6 +182,7 @@ func New(cfg Config) (*Broker, error) {
 		retentionKick: make(chan struct{}, 1), roleKick: make(chan struct{}, 1)}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.leaders = newLeaderTable()
+	b.moves = newMover()
 	if err := b.fs.MkdirAll(filepath.Join(cfg.DataDir, "topics"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating data folder: %w", err)
 	}
@@ -246,6 +253,9 @@ func New(cfg Config) (*Broker, error) {
 	b.spawn(b.reconcileLoop)
 	b.spawn(b.leadershipLoop)
 	b.spawn(b.retentionLoop)
+	b.spawn(b.moveLoop)
+	b.spawn(b.maintenanceLoop)
+	b.spawn(b.balancerLoop)
 	return b, nil
 }
 
@@ -257,6 +267,12 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 		raftrpc.Register(reg, b.host, nil),
 		reg.Register(func(from int32, _ uint8, payload []byte) { b.leaders.receive(from, payload, b.lg) }, msgLeaders),
 		reg.Register(b.fwd.handle, msgForwardRequest, msgForwardResponse),
+		reg.Register(func(from int32, _ uint8, payload []byte) {
+			if err := b.moves.remote.receive(from, payload); err != nil {
+				b.lg.Warn("dropping a malformed move progress report", "from", from, "err", err)
+			}
+		}, msgMoveProgress),
+		reg.Register(b.handleTransferLeader, msgTransferLeader),
 	)
 }
 
@@ -494,6 +510,13 @@ func (b *Broker) place(partitions int32, rf int16) ([][]int32, *Error) {
 // CreateTopic creates a topic; partitions and rf of -1 take the cluster defaults. It waits
 // (a bounded time) until every partition has a leader, so clients can use it at once.
 func (b *Broker) CreateTopic(name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (TopicInfo, *Error) {
+	return b.CreateTopicOn(name, partitions, rf, nil, configs, validateOnly)
+}
+
+// CreateTopicOn is CreateTopic with the replicas of each partition given (CreateTopics'
+// manual assignment, already checked to name live brokers, each once, with one count of
+// replicas for every partition) instead of placed; nil places them.
+func (b *Broker) CreateTopicOn(name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string, validateOnly bool) (TopicInfo, *Error) {
 	if err := ValidateTopicName(name); err != nil {
 		return TopicInfo{}, err
 	}
@@ -527,13 +550,19 @@ func (b *Broker) CreateTopic(name string, partitions int32, rf int16, configs ma
 		}
 		overrides[k] = canon
 	}
-	return b.createTopic(name, partitions, rf, overrides, validateOnly)
+	return b.createTopicOn(name, partitions, rf, assignment, overrides, validateOnly)
 }
 
 func (b *Broker) createTopic(name string, partitions int32, rf int16, overrides map[string]string, validateOnly bool) (TopicInfo, *Error) {
-	assignment, perr := b.place(partitions, rf)
-	if perr != nil {
-		return TopicInfo{}, perr
+	return b.createTopicOn(name, partitions, rf, nil, overrides, validateOnly)
+}
+
+func (b *Broker) createTopicOn(name string, partitions int32, rf int16, assignment [][]int32, overrides map[string]string, validateOnly bool) (TopicInfo, *Error) {
+	if assignment == nil {
+		var perr *Error
+		if assignment, perr = b.place(partitions, rf); perr != nil {
+			return TopicInfo{}, perr
+		}
 	}
 	if err := b.checkNewPartitionRacks(name, overrides, assignment, 0); err != nil {
 		return TopicInfo{}, err

@@ -204,7 +204,7 @@ func (b *Broker) PartitionView(t controller.Topic, p int32) PartitionView {
 	if p < 0 || int(p) >= len(t.Assignment) {
 		return v
 	}
-	v.Replicas = t.Assignment[p]
+	v.Replicas = t.Replicas(p) // while it moves: the target first, then the replicas leaving
 	b.mu.RLock()
 	r := b.replicas[replicaKey{t.ID, p}]
 	b.mu.RUnlock()
@@ -243,6 +243,7 @@ func (b *Broker) PartitionViews(topic string) []PartitionView {
 
 // kickRoles wakes the leadership loop (a replica's role may have changed).
 func (b *Broker) kickRoles() {
+	b.kickMoves() // a new leader takes over the moves of the groups it now leads
 	select {
 	case b.roleKick <- struct{}{}:
 	default:
@@ -375,22 +376,17 @@ func (b *Broker) handOffLeadership() {
 		if !r.p.IsLeader() {
 			continue
 		}
-		for _, id := range r.p.ISR() {
-			if id != uint64(b.cfg.NodeID) {
-				if b.host.TransferLeadership(r.group, id) == nil {
-					moving = append(moving, r)
-				}
-				break
+		// Never to a broker in maintenance (maintenance.go), nor one known to be down.
+		if to := b.transferTarget(nodeIDs(r.p.ISR()), r.replicas, b.cfg.NodeID); to >= 0 {
+			if b.host.TransferLeadership(r.group, uint64(to)) == nil {
+				moving = append(moving, r)
 			}
 		}
 	}
 	b.mu.RUnlock()
 	if st, err := b.host.Status(0); err == nil && st.Leader == uint64(b.cfg.NodeID) {
-		for _, v := range st.Voters {
-			if v != uint64(b.cfg.NodeID) {
-				_ = b.host.TransferLeadership(0, v)
-				break
-			}
+		if to := b.controllerTarget(b.cfg.NodeID); to >= 0 {
+			_ = b.host.TransferLeadership(0, uint64(to))
 		}
 	}
 	for _, r := range moving {

@@ -98,8 +98,11 @@ func (b *Broker) reconcile() error {
 	b.warnRackShortfalls(st)
 	for _, t := range topics {
 		cfg := config.ResolveTopic(t.Configs, cluster)
-		for p, reps := range t.Assignment {
-			if !containsID(reps, b.cfg.NodeID) {
+		for p := range t.Assignment {
+			// While a partition moves, its replicas are the assignment and the move's goal:
+			// a replica being added opens (and joins) as soon as the move is recorded, and
+			// one being removed keeps its data until the move is complete.
+			if !containsID(t.Replicas(int32(p)), b.cfg.NodeID) {
 				continue
 			}
 			key := replicaKey{t.ID, int32(p)}
@@ -162,8 +165,15 @@ func (b *Broker) openReplica(t controller.Topic, p int32, cfg config.TopicConfig
 		return nil, err
 	}
 	reps := slices.Clone(t.Assignment[p])
+	// Only the replicas a partition is created with bootstrap its group
+	// (raft.GroupConfig.Bootstrap: the same first entries on each). A replica a move adds,
+	// and any replica that opens with no data once a move has completed, joins: it learns
+	// the configuration from the leader's log. Were a fresh replica of the original set to
+	// bootstrap after the group had moved away and back, it could elect itself with the
+	// other fresh ones.
+	join := !containsID(reps, b.cfg.NodeID) || (int(p) < len(t.Moved) && t.Moved[p])
 	part, err := partition.Open(partition.Options{Topic: t.Name, Partition: p, Storage: ls, Host: b.host,
-		Group: t.Groups[p], Self: uint64(b.cfg.NodeID), Replicas: raftIDs(reps), Config: cfg, Racks: racks, Logger: b.lg,
+		Group: t.Groups[p], Self: uint64(b.cfg.NodeID), Replicas: raftIDs(reps), Join: join, Config: cfg, Racks: racks, Logger: b.lg,
 		ReplicaLagMax: b.cfg.ReplicaLagMax, OnRoleChange: b.kickRoles})
 	if err != nil {
 		ls.Close()

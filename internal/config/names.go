@@ -41,6 +41,13 @@ const (
 	ClusterWriteCachingDefault         = "write_caching_default"
 )
 
+// Cluster property names of the leader balancer (internal/broker), Kafka's own names.
+const (
+	ClusterAutoLeaderRebalanceEnable        = "auto.leader.rebalance.enable"
+	ClusterLeaderImbalanceCheckIntervalSecs = "leader.imbalance.check.interval.seconds"
+	ClusterLeaderImbalancePerBrokerPct      = "leader.imbalance.per.broker.percentage"
+)
+
 // Cluster property names of the consumer group coordinator (internal/group).
 const (
 	ClusterGroupInitialRebalanceDelayMs  = "group.initial.rebalance.delay.ms"

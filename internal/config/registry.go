@@ -171,6 +171,17 @@ func build() *registry {
 		"Which replica a consumer reads from (KIP-392): "+RackAwareReplicaSelector+" lets a consumer that sends its rack (client.rack) read from an in-sync replica in that rack, never above what the leader has made visible; empty or "+LeaderSelector+" reads from the leader only. Kafka's own property and class names, but dynamic here: a change applies to the next Fetch.",
 		"kafka: Fetch (preferred read replica) and ListOffsets on a follower; partition: follower reads bounded by the leader's last visible offset")
 
+	// The leader balancer (internal/broker, balancer.go), under Kafka's names and meanings.
+	cluster(ClusterAutoLeaderRebalanceEnable, boolSpec(), "true",
+		"Run the leader balancer: the controller leader moves leaderships back to each partition's preferred replica (the first of its assignment), by Raft leadership transfer only, when that replica is live, in the ISR and not in maintenance.",
+		"broker: leader balancer on the controller leader")
+	cluster(ClusterLeaderImbalanceCheckIntervalSecs, numSpec(TypeLong, 1, 86400, false), "30",
+		"How often, in seconds, the leader balancer checks the leaderships; a change applies from the next check (Kafka's default is 300; Cairn's is shorter, so a broker that came back gets its share within a minute).",
+		"broker: leader balancer schedule")
+	cluster(ClusterLeaderImbalancePerBrokerPct, numSpec(TypeInt, 0, 100, false), "10",
+		"The share, in percent, of a broker's preferred partitions that may be led elsewhere before the balancer moves them back to it; 0 moves every movable one at each check.",
+		"broker: leader balancer trigger")
+
 	// Consumer group coordinator (internal/group) and its internal topic __consumer_offsets.
 	cluster(ClusterOffsetsTopicNumPartitions, numSpec(TypeInt, 1, 1000, false), "16",
 		"Partition count of __consumer_offsets; read only when the broker creates that topic (first start), since a group's partition is a hash of its id modulo this count and changing it later would move every group, so a later change has no effect.",

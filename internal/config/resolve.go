@@ -126,6 +126,10 @@ func ResolveCluster(clusterOverrides map[string]string) ClusterConfig {
 		RetentionCheckMs:         mustInt(get(ClusterLogRetentionCheckIntervalMs)),
 		FollowerFetching:         get(ClusterReplicaSelectorClass) == RackAwareReplicaSelector,
 
+		AutoLeaderRebalance:         get(ClusterAutoLeaderRebalanceEnable) == "true",
+		LeaderImbalanceCheckSeconds: mustInt(get(ClusterLeaderImbalanceCheckIntervalSecs)),
+		LeaderImbalancePerBrokerPct: int(mustInt(get(ClusterLeaderImbalancePerBrokerPct))),
+
 		OffsetsTopicNumPartitions:     int32(mustInt(get(ClusterOffsetsTopicNumPartitions))),
 		OffsetsTopicReplicationFactor: int16(mustInt(get(ClusterOffsetsTopicReplicationFactor))),
 		OffsetsTopicSegmentBytes:      int32(mustInt(get(ClusterOffsetsTopicSegmentBytes))),

@@ -105,8 +105,9 @@ func TestResolveCluster(t *testing.T) {
 	}
 }
 
-// withGroupDefaults fills in the group coordinator's defaults.
+// withGroupDefaults fills in the group coordinator's defaults, and the leader balancer's.
 func withGroupDefaults(c ClusterConfig) ClusterConfig {
+	c.AutoLeaderRebalance, c.LeaderImbalanceCheckSeconds, c.LeaderImbalancePerBrokerPct = true, 30, 10
 	c.OffsetsTopicNumPartitions, c.OffsetsTopicReplicationFactor, c.OffsetsTopicSegmentBytes = 16, 3, 104857600
 	c.OffsetsRetentionMinutes, c.OffsetsRetentionCheckMs, c.OffsetsCommitTimeoutMs = 10080, 600000, 5000
 	c.OffsetMetadataMaxBytes = 4096
@@ -333,5 +334,19 @@ func TestDescribeBroker(t *testing.T) {
 	v = find(t, DescribeBroker(map[string]string{"seeds": "a:1 , b:2"}, nil), "seeds")
 	if v.Value != "a:1,b:2" || v.Type != KafkaTypeList {
 		t.Errorf("seeds: %+v", v)
+	}
+}
+
+func TestResolveLeaderBalancer(t *testing.T) {
+	got := ResolveCluster(map[string]string{"auto.leader.rebalance.enable": "false",
+		"leader.imbalance.check.interval.seconds": "2", "leader.imbalance.per.broker.percentage": "0"})
+	if got.AutoLeaderRebalance || got.LeaderImbalanceCheckSeconds != 2 || got.LeaderImbalancePerBrokerPct != 0 {
+		t.Fatalf("got %+v", got)
+	}
+	for name, bad := range map[string]string{"leader.imbalance.check.interval.seconds": "0",
+		"leader.imbalance.per.broker.percentage": "101", "auto.leader.rebalance.enable": "sometimes"} {
+		if _, err := ValidateCluster(name, bad); err == nil {
+			t.Errorf("%s=%s accepted", name, bad)
+		}
 	}
 }

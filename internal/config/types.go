@@ -169,6 +169,11 @@ type ClusterConfig struct {
 	// FollowerFetching: replica.selector.class is the rack-aware selector.
 	FollowerFetching bool
 
+	// The leader balancer.
+	AutoLeaderRebalance         bool
+	LeaderImbalanceCheckSeconds int64
+	LeaderImbalancePerBrokerPct int
+
 	// Consumer group coordinator and __consumer_offsets.
 	OffsetsTopicNumPartitions     int32
 	OffsetsTopicReplicationFactor int16

@@ -102,6 +102,15 @@ var validationCases = map[string][]vcase{
 	"log.retention.check.interval.ms": {
 		ok("1", "1"), ok("300000", "300000"), bad("0", "out of range"), bad("-1", "out of range"),
 	},
+	"auto.leader.rebalance.enable": {
+		ok("true", "true"), ok("false", "false"), bad("on", "not a boolean"),
+	},
+	"leader.imbalance.check.interval.seconds": {
+		ok("1", "1"), ok("30", "30"), ok("86400", "86400"), bad("0", "out of range"), bad("86401", "out of range"),
+	},
+	"leader.imbalance.per.broker.percentage": {
+		ok("0", "0"), ok("10", "10"), ok("100", "100"), bad("-1", "out of range"), bad("101", "out of range"),
+	},
 	// Node.
 	"node.id": {
 		bad("0", "out of range"), ok("1", "1"), ok("7", "7"), ok("2147483647", "2147483647"),

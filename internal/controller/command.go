@@ -11,8 +11,9 @@ import (
 
 // Version is the encoding version of commands and snapshots. A decoder refuses a higher
 // version with ErrUnsupportedVersion: a replica that cannot understand a committed entry
-// must stop rather than skip it and diverge.
-const Version = 1
+// must stop rather than skip it and diverge. Version 2 added the reassignment commands
+// (see sinceVersion).
+const Version = 2
 
 // ErrUnsupportedVersion reports a command or snapshot of an encoding version this build
 // does not know.
@@ -124,14 +125,6 @@ type AllocateProducerIDBlock struct {
 	Size   int32 `json:"size"`
 }
 
-// ReassignPartition replaces one partition's replica list (for partition moves). The list
-// keeps the topic's replication factor.
-type ReassignPartition struct {
-	Topic     string  `json:"topic"`
-	Partition int32   `json:"partition"`
-	Replicas  []int32 `json:"replicas"`
-}
-
 func (SetClusterID) op() string            { return "set_cluster_id" }
 func (RegisterBroker) op() string          { return "register_broker" }
 func (SetBrokerLiveness) op() string       { return "set_broker_liveness" }
@@ -141,7 +134,6 @@ func (CreatePartitions) op() string        { return "create_partitions" }
 func (SetTopicConfig) op() string          { return "set_topic_config" }
 func (SetClusterConfig) op() string        { return "set_cluster_config" }
 func (AllocateProducerIDBlock) op() string { return "allocate_producer_id_block" }
-func (ReassignPartition) op() string       { return "reassign_partition" }
 
 var decoders = map[string]func() Command{
 	"set_cluster_id":             func() Command { return &SetClusterID{} },
@@ -153,7 +145,24 @@ var decoders = map[string]func() Command{
 	"set_topic_config":           func() Command { return &SetTopicConfig{} },
 	"set_cluster_config":         func() Command { return &SetClusterConfig{} },
 	"allocate_producer_id_block": func() Command { return &AllocateProducerIDBlock{} },
-	"reassign_partition":         func() Command { return &ReassignPartition{} },
+	"begin_reassignment":         func() Command { return &BeginReassignment{} },
+	"cancel_reassignment":        func() Command { return &CancelReassignment{} },
+	"mark_reassignment_final":    func() Command { return &MarkReassignmentFinal{} },
+	"complete_reassignment":      func() Command { return &CompleteReassignment{} },
+	"set_broker_maintenance":     func() Command { return &SetBrokerMaintenance{} },
+}
+
+// sinceVersion is the encoding version that introduced each command newer than version 1.
+// Such a command is encoded with its version, so that a build that predates it stops at it
+// (ErrUnsupportedVersion) instead of rejecting it as garbage and moving on: a replica that
+// skipped a move the others applied would diverge. Older commands keep version 1, so their
+// bytes stay what they were.
+var sinceVersion = map[string]int{
+	"begin_reassignment":      2,
+	"cancel_reassignment":     2,
+	"mark_reassignment_final": 2,
+	"complete_reassignment":   2,
+	"set_broker_maintenance":  2,
 }
 
 // envelope is the encoded form of a command: {"v":1,"op":"create_topic","body":{...}}.
@@ -175,7 +184,7 @@ func EncodeCommand(c Command) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(envelope{V: Version, Op: c.op(), Body: body})
+	return json.Marshal(envelope{V: max(1, sinceVersion[c.op()]), Op: c.op(), Body: body})
 }
 
 // DecodeCommand decodes a payload written by EncodeCommand. It returns a pointer to the
@@ -192,6 +201,9 @@ func DecodeCommand(b []byte) (Command, error) {
 	mk, ok := decoders[env.Op]
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown command %q", ErrMalformed, env.Op)
+	}
+	if env.V < sinceVersion[env.Op] {
+		return nil, fmt.Errorf("%w: %s is a version %d command in a version %d envelope", ErrMalformed, env.Op, sinceVersion[env.Op], env.V)
 	}
 	c := mk()
 	if err := strictUnmarshal(env.Body, c); err != nil {

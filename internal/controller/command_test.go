@@ -16,7 +16,11 @@ func allCommands() []Command {
 		&SetTopicConfig{Name: "t", Overrides: map[string]string{"z": "1", "a": "2"}, Delete: []string{"q"}, Replace: true},
 		&SetClusterConfig{Overrides: map[string]string{"x": "y"}, Delete: []string{"w"}},
 		&AllocateProducerIDBlock{Broker: 1, Size: 1000},
-		&ReassignPartition{Topic: "t", Partition: 1, Replicas: []int32{2, 1}},
+		&BeginReassignment{Topic: "t", Partition: 1, Replicas: []int32{3, 1, 4}},
+		&CancelReassignment{Topic: "t", Partition: 1},
+		&MarkReassignmentFinal{Topic: "t", Partition: 1, Goal: []int32{3, 1, 4}},
+		&CompleteReassignment{Topic: "t", Partition: 1, Replicas: []int32{3, 1, 4}},
+		&SetBrokerMaintenance{ID: 2, On: true},
 	}
 }
 
@@ -46,6 +50,15 @@ func TestCommandEncodingIsStable(t *testing.T) {
 	b := mustEncode(t, &CreateTopic{Name: "t", ID: TopicID{0xab, 15: 1}, Partitions: 1, RF: 1, Configs: map[string]string{"b": "2", "a": "1"}, Assignment: [][]int32{{3}}})
 	want := `{"v":1,"op":"create_topic","body":{"name":"t","id":"ab000000000000000000000000000001","partitions":1,"rf":1,"configs":{"a":"1","b":"2"},"assignment":[[3]]}}`
 	eq(t, string(b), want)
+	// The reassignment commands came with version 2: an older build stops at them.
+	b = mustEncode(t, &CancelReassignment{Topic: "t", Partition: 3})
+	eq(t, string(b), `{"v":2,"op":"cancel_reassignment","body":{"topic":"t","partition":3}}`)
+	// A version-1 command in a version-2 envelope is still read.
+	c, err := DecodeCommand([]byte(`{"v":2,"op":"set_cluster_id","body":{"cluster_id":"c"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, c, Command(&SetClusterID{ClusterID: "c"}))
 }
 
 func TestDecodeCommandRejects(t *testing.T) {
@@ -58,7 +71,9 @@ func TestDecodeCommandRejects(t *testing.T) {
 		"null":             {`null`, ErrMalformed},
 		"no version":       {`{"op":"set_cluster_id","body":{}}`, ErrMalformed},
 		"negative version": {`{"v":-1,"op":"set_cluster_id","body":{}}`, ErrMalformed},
-		"future version":   {`{"v":2,"op":"set_cluster_id","body":{}}`, ErrUnsupportedVersion},
+		"future version":   {`{"v":3,"op":"set_cluster_id","body":{}}`, ErrUnsupportedVersion},
+		"v2 op in v1":      {`{"v":1,"op":"cancel_reassignment","body":{"topic":"t","partition":0}}`, ErrMalformed},
+		"removed op":       {`{"v":1,"op":"reassign_partition","body":{"topic":"t","partition":0,"replicas":[1]}}`, ErrMalformed},
 		"unknown op":       {`{"v":1,"op":"launch","body":{}}`, ErrMalformed},
 		"unknown field":    {`{"v":1,"op":"set_cluster_id","body":{"cluster_id":"c","extra":1}}`, ErrMalformed},
 		"unknown env":      {`{"v":1,"op":"set_cluster_id","body":{},"x":1}`, ErrMalformed},
@@ -110,7 +125,15 @@ func derefCommand(c Command) Command {
 		return *c
 	case *AllocateProducerIDBlock:
 		return *c
-	case *ReassignPartition:
+	case *BeginReassignment:
+		return *c
+	case *CancelReassignment:
+		return *c
+	case *MarkReassignmentFinal:
+		return *c
+	case *CompleteReassignment:
+		return *c
+	case *SetBrokerMaintenance:
 		return *c
 	}
 	panic("unknown command")

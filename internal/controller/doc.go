@@ -1,7 +1,8 @@
 // Package controller owns the cluster metadata state machine that the controller Raft group
 // (group 0) replicates: brokers with their addresses, racks, incarnations and liveness;
-// topics with their ids, partition assignments and config overrides; cluster config
-// overrides; producer-id blocks; and the cluster id. It also owns replica placement, as pure
+// topics with their ids, partition assignments, config overrides and the record of each
+// partition move in progress (reassign.go); cluster config overrides; producer-id blocks;
+// and the cluster id. It also owns replica placement, as pure
 // functions (Place).
 //
 // It must never do I/O, networking, timers or Raft itself. A State is a deterministic

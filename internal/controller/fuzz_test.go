@@ -12,7 +12,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	}
 	f.Add([]byte(`{"v":1,"op":"create_topic","body":{"name":"t","id":"ab000000000000000000000000000001","partitions":1,"rf":1,"assignment":[[1]]}}`))
 	f.Add([]byte(`{"v":1,"op":"register_broker","body":{"id":1,"kafka_addr":"k","rpc_addr":"r","incarnation":1}}`))
-	f.Add([]byte(`{"v":1,"op":"reassign_partition","body":{"topic":"t","partition":-1,"replicas":null}}`))
+	f.Add([]byte(`{"v":2,"op":"begin_reassignment","body":{"topic":"t","partition":-1,"replicas":null}}`))
+	f.Add([]byte(`{"v":2,"op":"begin_reassignment","body":{"topic":"t","partition":1,"replicas":[1,2]}}`))
+	f.Add([]byte(`{"v":2,"op":"complete_reassignment","body":{"topic":"t","partition":0,"replicas":[2]}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
@@ -60,6 +62,7 @@ func fuzzState(t *testing.T) *State {
 		RegisterBroker{ID: 1, KafkaAddr: "k1", RPCAddr: "r1", Incarnation: 1},
 		RegisterBroker{ID: 2, KafkaAddr: "k2", RPCAddr: "r2", Rack: "a", Incarnation: 1},
 		CreateTopic{Name: "t", ID: TopicID{0xab, 15: 1}, Partitions: 2, RF: 1, Assignment: [][]int32{{1}, {2}}},
+		BeginReassignment{Topic: "t", Partition: 0, Replicas: []int32{2}},
 	}
 	for i, c := range cmds {
 		b, _ := EncodeCommand(c)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"pgregory.net/rapid"
 )
 
@@ -32,8 +33,9 @@ func genCommand(t *rapid.T) Command {
 	})
 	configs := rapid.MapOfN(rapid.SampledFrom([]string{"", "x", "y"}), rapid.SampledFrom([]string{"1", "2"}), 0, 2)
 	keys := rapid.SliceOfN(rapid.SampledFrom([]string{"", "x", "y"}), 0, 2)
-	op := rapid.IntRange(0, 11).Draw(t, "op")
-	if op >= 10 {
+	partition := rapid.Int32Range(-1, 3)
+	op := rapid.IntRange(0, 15).Draw(t, "op")
+	if op >= 14 {
 		op = 1 // more registrations
 	}
 	switch op {
@@ -63,13 +65,24 @@ func genCommand(t *rapid.T) Command {
 		return SetClusterConfig{Overrides: configs.Draw(t, "set"), Delete: keys.Draw(t, "delete"), Replace: rapid.Bool().Draw(t, "replace")}
 	case 8:
 		return AllocateProducerIDBlock{Broker: brokerID.Draw(t, "broker"), Size: rapid.Int32Range(-1, 100).Draw(t, "size")}
+	case 9:
+		// Any size: a move may change the replication factor.
+		target := replicasOf("target", rapid.IntRange(1, 3).Draw(t, "target rf"))
+		return BeginReassignment{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition"), Replicas: target}
+	case 10:
+		return CancelReassignment{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition")}
+	case 11:
+		return MarkReassignmentFinal{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition"), Goal: replicas.Draw(t, "goal")}
+	case 12:
+		return SetBrokerMaintenance{ID: brokerID.Draw(t, "broker"), On: rapid.Bool().Draw(t, "on")}
 	default:
-		return ReassignPartition{Topic: topic.Draw(t, "topic"), Partition: rapid.Int32Range(-1, 4).Draw(t, "partition"), Replicas: replicas.Draw(t, "replicas")}
+		return CompleteReassignment{Topic: topic.Draw(t, "topic"), Partition: partition.Draw(t, "partition"), Replicas: replicas.Draw(t, "replicas")}
 	}
 }
 
 // TestApplyDeterministicAndRestorable applies random command sequences to two replicas,
-// one of which restarts from a snapshot taken midway. After every command the replicas'
+// one of which restarts from a snapshot taken midway. A move's proposer-side check agrees
+// with its apply. After every command the replicas'
 // snapshots are identical, a rejected command changes nothing but the applied index, the
 // state's invariants hold (its snapshot decodes), and re-applying the index is a no-op.
 func TestApplyDeterministicAndRestorable(t *testing.T) {
@@ -109,7 +122,15 @@ func TestApplyDeterministicAndRestorable(t *testing.T) {
 			}
 			index += uint64(rapid.IntRange(1, 3).Draw(t, "gap"))
 			before, _ := a.Snapshot()
+			var checked *kerr.Error
+			begin, isBegin := cmd.(BeginReassignment)
+			if isBegin {
+				checked, _ = a.CheckBeginReassignment(begin)
+			}
 			ra, errA := a.Apply(index, payload)
+			if isBegin && a.ClusterID() != "" && checked != ra.Err {
+				t.Fatalf("%#v: the proposer's check says %v, apply %v", cmd, checked, ra.Err)
+			}
 			rb, errB := b.Apply(index, payload)
 			if errA != nil || errB != nil {
 				t.Fatalf("%#v: %v, %v", cmd, errA, errB)

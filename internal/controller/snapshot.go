@@ -11,8 +11,9 @@ import (
 // Raft group ids (Topic.Groups and next_group); a version-1 snapshot, which has neither, is
 // still read, and its partitions are given group ids in snapshot order (topics by name,
 // partitions in order, from 1), the same on every replica that decodes it. Commands are
-// unchanged and stay at Version.
-const SnapshotVersion = 2
+// unchanged and stay at Version. Version 3 added the partition moves (Topic.Reassigning and
+// Topic.Moved); a version-1 or -2 snapshot has none and must not carry them.
+const SnapshotVersion = 3
 
 // snapshot is the encoded form of a whole State. Brokers are sorted by id and topics by
 // name, and map keys are written sorted, so equal states encode to equal bytes.
@@ -46,7 +47,8 @@ func (s *State) Snapshot() ([]byte, error) {
 
 // DecodeSnapshot decodes and validates a snapshot into a new State. It checks every
 // invariant Apply keeps (unique ids and names, assignments naming registered, distinct
-// brokers, RF replicas per partition), so a corrupt snapshot is refused rather than served.
+// brokers, RF replicas per partition that has never moved, moves consistent with the
+// assignment), so a corrupt snapshot is refused rather than served.
 // It never panics.
 func DecodeSnapshot(b []byte) (*State, error) {
 	var snap snapshot
@@ -88,6 +90,9 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		b := br
 		s.brokers[b.ID] = &b
 	}
+	if n := countMaintenance(s.brokers); n > 1 {
+		return bad("%d brokers in maintenance; at most one may be", n)
+	}
 	for _, b := range s.brokers {
 		if other := addrConflict(s.brokers, b.ID, b.KafkaAddr, b.RPCAddr); b.Live && other >= 0 {
 			return bad("live brokers %d and %d share an address", b.ID, other)
@@ -120,10 +125,20 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		if len(tp.Assignment) < 1 {
 			return bad("topic %q has no partitions", tp.Name)
 		}
+		if snap.V < 3 && (tp.Reassigning != nil || tp.Moved != nil) {
+			return bad("version %d snapshot with partition moves", snap.V)
+		}
 		for p, r := range tp.Assignment {
-			if e := checkReplicas(s.brokers, p, r, int(tp.RF)); e != nil {
+			rf := int(tp.RF)
+			if tp.HasMoved(int32(p)) {
+				rf = max(1, len(r)) // a completed move may have changed its replica count
+			}
+			if e := checkReplicas(s.brokers, p, r, rf); e != nil {
 				return bad("topic %q: %s", tp.Name, e.msg)
 			}
+		}
+		if e := checkMoves(s.brokers, &tp); e != nil {
+			return bad("%s", e.msg)
 		}
 		if e := checkConfigKeys(tp.Configs, nil); e != nil {
 			return bad("topic %q: %s", tp.Name, e.msg)
@@ -158,7 +173,7 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	return s, nil
 }
 
-// checkSnapshotVersion accepts versions 1 and SnapshotVersion, as checkVersion does
+// checkSnapshotVersion accepts versions 1 through SnapshotVersion, as checkVersion does
 // commands.
 func checkSnapshotVersion(v int) error {
 	switch {

@@ -18,7 +18,13 @@ func richState(t testing.TB) *harness {
 	h.ok(CreatePartitions{Name: "logs", NewAssignment: [][]int32{{4}}})
 	h.ok(SetClusterConfig{Overrides: map[string]string{"write_caching_default": "true"}})
 	h.ok(AllocateProducerIDBlock{Broker: 2, Size: 1000})
-	h.ok(ReassignPartition{Topic: "orders", Partition: 0, Replicas: []int32{5, 1}})
+	h.ok(BeginReassignment{Topic: "orders", Partition: 0, Replicas: []int32{5, 1}})
+	h.ok(CompleteReassignment{Topic: "orders", Partition: 0, Replicas: []int32{5, 1}})
+	// A replication factor change, done, and a move still under way.
+	h.ok(BeginReassignment{Topic: "orders", Partition: 1, Replicas: []int32{2, 3, 5}})
+	h.ok(CompleteReassignment{Topic: "orders", Partition: 1, Replicas: []int32{2, 3, 5}})
+	h.ok(BeginReassignment{Topic: "orders", Partition: 2, Replicas: []int32{4, 5}})
+	h.ok(MarkReassignmentFinal{Topic: "orders", Partition: 2, Goal: []int32{4, 5}})
 	return h
 }
 
@@ -85,36 +91,45 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		in   string
 		want error
 	}{
-		"garbage":             {"{", ErrMalformed},
-		"future version":      {corrupt(`"v":2`, `"v":9`), ErrUnsupportedVersion},
-		"group ids short":     {corrupt(`"groups":[1,2,3]`, `"groups":[1,2]`), ErrMalformed},
-		"group id zero":       {corrupt(`"groups":[1,2,3]`, `"groups":[0,2,3]`), ErrMalformed},
-		"group id twice":      {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,2]`), ErrMalformed},
-		"group id unissued":   {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,99]`), ErrMalformed},
-		"no next group":       {corrupt(`,"next_group":7`, ``), ErrMalformed},
-		"v1 with group ids":   {corrupt(`"v":2`, `"v":1`), ErrMalformed},
-		"unknown broker":      {corrupt(`"assignment":[[5,1]`, `"assignment":[[6,1]`), ErrMalformed},
-		"duplicate replica":   {corrupt(`"assignment":[[5,1]`, `"assignment":[[1,1]`), ErrMalformed},
-		"wrong rf":            {corrupt(`"assignment":[[5,1]`, `"assignment":[[5]`), ErrMalformed},
-		"duplicate broker":    {corrupt(`{"id":2,`, `{"id":1,`), ErrMalformed},
-		"negative broker":     {corrupt(`{"id":2,`, `{"id":-2,`), ErrMalformed},
-		"duplicate topic":     {corrupt(`"name":"orders"`, `"name":"logs"`), ErrMalformed},
-		"colliding topics":    {corrupt(`"name":"orders"`, `"name":"my_topic"`), ErrMalformed},
-		"colliding live addr": {corrupt(`"kafka_addr":"`+addr("k", 2)+`"`, `"kafka_addr":"`+addr("k", 1)+`"`), ErrMalformed},
-		"no address":          {corrupt(`"rpc_addr":"`+addr("r", 2)+`"`, `"rpc_addr":""`), ErrMalformed},
-		"bad topic name":      {corrupt(`"name":"orders"`, `"name":"or/ders"`), ErrMalformed},
-		"duplicate topic id":  {corrupt(tid(2).String(), tid(1).String()), ErrMalformed},
-		"zero topic id":       {corrupt(tid(2).String(), TopicID{}.String()), ErrMalformed},
-		"zero rf":             {corrupt(`"rf":1`, `"rf":0`), ErrMalformed},
-		"no partitions":       {corrupt(`"assignment":[[5],[4]]`, `"assignment":[]`), ErrMalformed},
-		"negative pid":        {corrupt(`"next_producer_id":1000`, `"next_producer_id":-1`), ErrMalformed},
-		"no cluster id":       {corrupt(`"cluster_id":"cairn-test"`, `"cluster_id":""`), ErrMalformed},
-		"empty config name":   {corrupt(`"write_caching_default"`, `""`), ErrMalformed},
-		"unknown field":       {corrupt(`"applied":`, `"x":1,"applied":`), ErrMalformed},
-		"empty topic config":  {corrupt(`"retention.ms"`, `""`), ErrMalformed},
-		"trailing data":       {string(good) + "[]", ErrMalformed},
-		"null":                {"null", ErrMalformed},
-		"topics not an array": {corrupt(`"topics":[`, `"topics":{"a":`), ErrMalformed},
+		"garbage":              {"{", ErrMalformed},
+		"future version":       {corrupt(`"v":3`, `"v":9`), ErrUnsupportedVersion},
+		"v2 with moves":        {corrupt(`"v":3`, `"v":2`), ErrMalformed},
+		"move off assignment":  {corrupt(`"original":[3,1]`, `"original":[1,3]`), ErrMalformed},
+		"move unknown target":  {corrupt(`"target":[4,5]`, `"target":[4,9]`), ErrMalformed},
+		"move to itself":       {corrupt(`"target":[4,5]`, `"target":[3,1]`), ErrMalformed},
+		"move empty target":    {corrupt(`"target":[4,5]`, `"target":[]`), ErrMalformed},
+		"move cancelled final": {corrupt(`"final":true`, `"cancelled":true,"final":true`), ErrMalformed},
+		"move unknown part":    {corrupt(`"reassigning":{"2":`, `"reassigning":{"7":`), ErrMalformed},
+		"moved flags short":    {corrupt(`"moved":[true,true,false]`, `"moved":[true,true]`), ErrMalformed},
+		"unmoved rf change":    {corrupt(`"assignment":[[5],[4]]`, `"assignment":[[5,1],[4]]`), ErrMalformed},
+		"group ids short":      {corrupt(`"groups":[1,2,3]`, `"groups":[1,2]`), ErrMalformed},
+		"group id zero":        {corrupt(`"groups":[1,2,3]`, `"groups":[0,2,3]`), ErrMalformed},
+		"group id twice":       {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,2]`), ErrMalformed},
+		"group id unissued":    {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,99]`), ErrMalformed},
+		"no next group":        {corrupt(`,"next_group":7`, ``), ErrMalformed},
+		"v1 with group ids":    {corrupt(`"v":3`, `"v":1`), ErrMalformed},
+		"unknown broker":       {corrupt(`"assignment":[[5,1]`, `"assignment":[[6,1]`), ErrMalformed},
+		"duplicate replica":    {corrupt(`"assignment":[[5,1]`, `"assignment":[[1,1]`), ErrMalformed},
+		"moved empty replicas": {corrupt(`"assignment":[[5,1]`, `"assignment":[[]`), ErrMalformed},
+		"duplicate broker":     {corrupt(`{"id":2,`, `{"id":1,`), ErrMalformed},
+		"negative broker":      {corrupt(`{"id":2,`, `{"id":-2,`), ErrMalformed},
+		"duplicate topic":      {corrupt(`"name":"orders"`, `"name":"logs"`), ErrMalformed},
+		"colliding topics":     {corrupt(`"name":"orders"`, `"name":"my_topic"`), ErrMalformed},
+		"colliding live addr":  {corrupt(`"kafka_addr":"`+addr("k", 2)+`"`, `"kafka_addr":"`+addr("k", 1)+`"`), ErrMalformed},
+		"no address":           {corrupt(`"rpc_addr":"`+addr("r", 2)+`"`, `"rpc_addr":""`), ErrMalformed},
+		"bad topic name":       {corrupt(`"name":"orders"`, `"name":"or/ders"`), ErrMalformed},
+		"duplicate topic id":   {corrupt(tid(2).String(), tid(1).String()), ErrMalformed},
+		"zero topic id":        {corrupt(tid(2).String(), TopicID{}.String()), ErrMalformed},
+		"zero rf":              {corrupt(`"rf":1`, `"rf":0`), ErrMalformed},
+		"no partitions":        {corrupt(`"assignment":[[5],[4]]`, `"assignment":[]`), ErrMalformed},
+		"negative pid":         {corrupt(`"next_producer_id":1000`, `"next_producer_id":-1`), ErrMalformed},
+		"no cluster id":        {corrupt(`"cluster_id":"cairn-test"`, `"cluster_id":""`), ErrMalformed},
+		"empty config name":    {corrupt(`"write_caching_default"`, `""`), ErrMalformed},
+		"unknown field":        {corrupt(`"applied":`, `"x":1,"applied":`), ErrMalformed},
+		"empty topic config":   {corrupt(`"retention.ms"`, `""`), ErrMalformed},
+		"trailing data":        {string(good) + "[]", ErrMalformed},
+		"null":                 {"null", ErrMalformed},
+		"topics not an array":  {corrupt(`"topics":[`, `"topics":{"a":`), ErrMalformed},
 	}
 	for name, tc := range cases {
 		s := New()

@@ -22,6 +22,8 @@ type Broker struct {
 	Rack        string `json:"rack,omitempty"`
 	Incarnation uint64 `json:"incarnation"`
 	Live        bool   `json:"live"`
+	// Maintenance is set while the broker is in maintenance mode (SetBrokerMaintenance).
+	Maintenance bool `json:"maintenance,omitempty"`
 }
 
 // Topic is a topic as the controller knows it. Assignment[p] is partition p's replica
@@ -29,13 +31,21 @@ type Broker struct {
 // handed out at apply time from a cluster-wide counter (from 1; 0 is the controller's own
 // group) and never reused, so a broker that still holds a deleted topic's group cannot
 // mistake it for a new partition's.
+//
+// RF is the replication factor new partitions get. A completed reassignment may leave a
+// partition with another count of replicas (a replication factor change); Assignment[p]
+// then has its own length. Reassigning holds the moves in progress (reassign.go), and
+// Moved[p] is set once partition p has completed one (HasMoved): it is nil until a
+// partition's first move completes, then has one flag per partition.
 type Topic struct {
-	Name       string            `json:"name"`
-	ID         TopicID           `json:"id"`
-	RF         int16             `json:"rf"`
-	Configs    map[string]string `json:"configs"`
-	Assignment [][]int32         `json:"assignment"`
-	Groups     []uint64          `json:"groups"`
+	Name        string                 `json:"name"`
+	ID          TopicID                `json:"id"`
+	RF          int16                  `json:"rf"`
+	Configs     map[string]string      `json:"configs"`
+	Assignment  [][]int32              `json:"assignment"`
+	Groups      []uint64               `json:"groups"`
+	Reassigning map[int32]Reassignment `json:"reassigning,omitempty"`
+	Moved       []bool                 `json:"moved,omitempty"`
 }
 
 // Internal reports whether the topic is internal (its name starts with "__", as
@@ -53,6 +63,14 @@ func (t *Topic) clone() Topic {
 	}
 	c.Assignment = cloneAssignment(t.Assignment)
 	c.Groups = slices.Clone(t.Groups)
+	c.Moved = slices.Clone(t.Moved)
+	c.Reassigning = nil
+	for p, r := range t.Reassigning {
+		if c.Reassigning == nil {
+			c.Reassigning = make(map[int32]Reassignment, len(t.Reassigning))
+		}
+		c.Reassigning[p] = r.clone()
+	}
 	return c
 }
 
@@ -197,8 +215,16 @@ func (s *State) apply(cmd Command, res *Result) *applyErr {
 		return s.setClusterConfig(c)
 	case *AllocateProducerIDBlock:
 		return s.allocateProducerIDBlock(c, res)
-	case *ReassignPartition:
-		return s.reassignPartition(c)
+	case *BeginReassignment:
+		return s.beginReassignment(c)
+	case *CancelReassignment:
+		return s.cancelReassignment(c)
+	case *MarkReassignmentFinal:
+		return s.markReassignmentFinal(c)
+	case *CompleteReassignment:
+		return s.completeReassignment(c)
+	case *SetBrokerMaintenance:
+		return s.setBrokerMaintenance(c)
 	}
 	return reject(kerr.InvalidRequest, "unknown command %T", cmd)
 }
@@ -227,7 +253,11 @@ func (s *State) registerBroker(c *RegisterBroker) *applyErr {
 	if old, ok := s.brokers[c.ID]; ok && c.Incarnation <= old.Incarnation {
 		return reject(kerr.DuplicateBrokerRegistration, "broker %d is registered with incarnation %d; %d is not newer", c.ID, old.Incarnation, c.Incarnation)
 	}
-	s.brokers[c.ID] = &Broker{ID: c.ID, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr, Rack: c.Rack, Incarnation: c.Incarnation, Live: true}
+	nb := &Broker{ID: c.ID, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr, Rack: c.Rack, Incarnation: c.Incarnation, Live: true}
+	if old, ok := s.brokers[c.ID]; ok {
+		nb.Maintenance = old.Maintenance // a restart within maintenance stays in it
+	}
+	s.brokers[c.ID] = nb
 	return nil
 }
 
@@ -393,6 +423,9 @@ func (s *State) createPartitions(c *CreatePartitions) *applyErr {
 	}
 	from := len(t.Assignment)
 	t.Assignment = append(t.Assignment, cloneAssignment(c.NewAssignment)...)
+	if t.Moved != nil {
+		t.Moved = append(t.Moved, make([]bool, len(c.NewAssignment))...)
+	}
 	s.assignGroups(t, from)
 	return nil
 }
@@ -439,21 +472,6 @@ func (s *State) allocateProducerIDBlock(c *AllocateProducerIDBlock, res *Result)
 	}
 	res.ProducerIDs = &ProducerIDBlock{Broker: c.Broker, First: s.nextProducerID, Size: c.Size}
 	s.nextProducerID += int64(c.Size)
-	return nil
-}
-
-func (s *State) reassignPartition(c *ReassignPartition) *applyErr {
-	t, ok := s.topics[c.Topic]
-	if !ok {
-		return reject(kerr.UnknownTopicOrPartition, "topic %q does not exist", c.Topic)
-	}
-	if c.Partition < 0 || int(c.Partition) >= len(t.Assignment) {
-		return reject(kerr.UnknownTopicOrPartition, "topic %q has no partition %d", c.Topic, c.Partition)
-	}
-	if e := checkReplicas(s.brokers, int(c.Partition), c.Replicas, int(t.RF)); e != nil {
-		return e
-	}
-	t.Assignment[c.Partition] = slices.Clone(c.Replicas)
 	return nil
 }
 
@@ -585,7 +603,8 @@ func (s *State) NextProducerID() int64 {
 }
 
 // ReplicaLoad returns how many partition replicas each registered broker holds across all
-// topics (zero for brokers with none): the existing load Place takes.
+// topics (zero for brokers with none): the existing load Place takes. A moving partition
+// counts on every broker of Topic.Replicas, the ones it is moving to included.
 func (s *State) ReplicaLoad() map[int32]int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -598,8 +617,8 @@ func (s *State) replicaLoad() map[int32]int {
 		load[id] = 0
 	}
 	for _, t := range s.topics {
-		for _, r := range t.Assignment {
-			for _, b := range r {
+		for p := range t.Partitions() {
+			for _, b := range t.Replicas(p) {
 				load[b]++
 			}
 		}

@@ -200,13 +200,6 @@ func TestCommands(t *testing.T) {
 		{name: "producer id block unknown broker", steps: []step{{AllocateProducerIDBlock{Broker: 9, Size: 10}, kerr.BrokerIDNotRegistered, ""}}},
 		{name: "producer id block zero size", steps: []step{{AllocateProducerIDBlock{Broker: 1}, kerr.InvalidRequest, "size"}}},
 		{name: "producer id block too large", steps: []step{{AllocateProducerIDBlock{Broker: 1, Size: MaxProducerIDBlock + 1}, kerr.InvalidRequest, "size"}}},
-		{name: "reassign", steps: []step{{ReassignPartition{Topic: "t", Partition: 1, Replicas: []int32{3, 1}}, nil, ""}},
-			check: func(t *testing.T, s *State) { r, _ := s.Assignment("t", 1); eq(t, r, []int32{3, 1}) }},
-		{name: "reassign unknown topic", steps: []step{{ReassignPartition{Topic: "x", Partition: 0, Replicas: []int32{1, 2}}, kerr.UnknownTopicOrPartition, ""}}},
-		{name: "reassign unknown partition", steps: []step{{ReassignPartition{Topic: "t", Partition: 2, Replicas: []int32{1, 2}}, kerr.UnknownTopicOrPartition, "no partition"}}},
-		{name: "reassign negative partition", steps: []step{{ReassignPartition{Topic: "t", Partition: -1, Replicas: []int32{1, 2}}, kerr.UnknownTopicOrPartition, "no partition"}}},
-		{name: "reassign changes rf", steps: []step{{ReassignPartition{Topic: "t", Partition: 0, Replicas: []int32{1, 2, 3}}, kerr.InvalidReplicaAssignment, "replication factor"}}},
-		{name: "reassign duplicate", steps: []step{{ReassignPartition{Topic: "t", Partition: 0, Replicas: []int32{2, 2}}, kerr.InvalidReplicaAssignment, "twice"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,7 +304,7 @@ func TestApplyMalformedAndUnsupported(t *testing.T) {
 		t.Fatalf("got %+v, %v", res, err)
 	}
 	eq(t, h.s.AppliedIndex(), uint64(5)) // consumed, as on every replica
-	res, err = h.s.Apply(6, []byte(`{"v":2,"op":"set_cluster_id","body":{}}`))
+	res, err = h.s.Apply(6, []byte(`{"v":3,"op":"set_cluster_id","body":{}}`))
 	if !errors.Is(err, ErrUnsupportedVersion) || res.Err != kerr.UnsupportedVersion {
 		t.Fatalf("got %+v, %v", res, err)
 	}

@@ -49,7 +49,10 @@ func init() {
 		33: {0, 2, handleAlterConfigs},
 		37: {0, 3, handleCreatePartitions},
 		42: {0, 2, handleDeleteGroups},
+		43: {0, 2, handleElectLeaders},
 		44: {0, 1, handleIncrementalAlterConfigs},
+		45: {0, 1, handleAlterPartitionAssignments},
+		46: {0, 0, handleListPartitionReassignments},
 		47: {0, 0, handleOffsetDelete},
 		60: {0, 1, handleDescribeCluster},
 	}

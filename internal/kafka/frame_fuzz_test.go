@@ -52,6 +52,16 @@ func FuzzHandleFrame(f *testing.F) {
 	f.Add(frame(kmsg.NewPtrProduceRequest(), 9))
 	f.Add(frame(kmsg.NewPtrDescribeConfigsRequest(), 4))
 	f.Add(frame(kmsg.NewPtrIncrementalAlterConfigsRequest(), 1))
+	alter := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+	at := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+	at.Topic = "fuzzed"
+	ap := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+	ap.Replicas = []int32{1, 2}
+	at.Partitions = append(at.Partitions, ap, kmsg.NewAlterPartitionAssignmentsRequestTopicPartition())
+	alter.Topics = append(alter.Topics, at)
+	f.Add(frame(alter, 0))
+	f.Add(frame(alter, 1))
+	f.Add(frame(kmsg.NewPtrListPartitionReassignmentsRequest(), 0))
 	f.Add([]byte{0, 0, 0})
 	s := newTestServer(f)
 	f.Fuzz(func(t *testing.T, fr []byte) {

@@ -30,6 +30,7 @@ func handleCreateTopics(s *Server, ctx context.Context, kreq kmsg.Request) respo
 			continue
 		}
 		partitions, rf := rt.NumPartitions, rt.ReplicationFactor
+		var assignment [][]int32
 		if len(rt.ReplicaAssignment) > 0 {
 			if partitions != -1 || rf != -1 {
 				fail(kerr.InvalidRequest, "give either a replica assignment or a partition count and replication factor, not both")
@@ -40,6 +41,10 @@ func handleCreateTopics(s *Server, ctx context.Context, kreq kmsg.Request) respo
 				continue
 			}
 			partitions, rf = int32(len(rt.ReplicaAssignment)), int16(len(rt.ReplicaAssignment[0].Replicas))
+			assignment = make([][]int32, partitions)
+			for _, ra := range rt.ReplicaAssignment {
+				assignment[ra.Partition] = ra.Replicas
+			}
 		}
 		configs := make(map[string]string, len(rt.Configs))
 		bad := ""
@@ -54,7 +59,7 @@ func handleCreateTopics(s *Server, ctx context.Context, kreq kmsg.Request) respo
 			fail(kerr.InvalidConfig, bad)
 			continue
 		}
-		info, err := s.b.CreateTopic(rt.Topic, partitions, rf, configs, req.ValidateOnly)
+		info, err := s.b.CreateTopicOn(rt.Topic, partitions, rf, assignment, configs, req.ValidateOnly)
 		if err != nil {
 			fail(err.Code, err.Msg)
 			continue

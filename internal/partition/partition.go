@@ -37,9 +37,16 @@ type Options struct {
 	// Group is the partition's Raft group id; Self this replica's Raft node id.
 	Group, Self uint64
 	// Replicas are the group's voters when it is created (ignored once the log holds a
-	// configuration); empty means Self alone.
+	// configuration); empty means Self alone. They are written as the log's first entries
+	// (raft.GroupConfig.BootstrapInLog), so a replica added later learns them.
 	Replicas []uint64
-	Config   config.TopicConfig
+	// Join: the replica was added by a reassignment (or is rebuilt after its data was
+	// lost). It bootstraps nothing (Replicas is ignored) and never campaigns on open: it
+	// learns every configuration from the group's leader, as a learner first. A replica
+	// that bootstrapped itself with the initial voters could elect itself with other
+	// fresh ones: two leaders of one partition.
+	Join   bool
+	Config config.TopicConfig
 	// Racks are the brokers' declared racks, for min.insync.racks (SetRacks changes them).
 	Racks  Racks
 	Logger *slog.Logger
@@ -157,20 +164,24 @@ func Open(opts Options) (*Partition, error) {
 		voters = []uint64{opts.Self}
 	}
 	p.bounds = Boundaries{LogStart: p.log.LogStartOffset(), LogEnd: p.log.LogEndOffset(), Flushed: p.log.FlushedOffset()}
-	err := opts.Host.AddGroup(opts.Group, raft.GroupConfig{
-		Storage:      opts.Storage,
-		Bootstrap:    &raftpb.ConfState{Voters: voters},
-		OnChange:     p.signal,
-		FlushDelay:   p.flushDelay,
-		ShareVisible: func() bool { return p.cfg.Load().WriteCaching },
-	})
-	if err != nil {
+	// Before AddGroup, which writes the bootstrap configuration into an empty log.
+	fresh := p.log.LastIndex() == 0 && p.log.FirstIndex() == 1
+	gc := raft.GroupConfig{
+		Storage:        opts.Storage,
+		BootstrapInLog: true,
+		OnChange:       p.signal,
+		FlushDelay:     p.flushDelay,
+		ShareVisible:   func() bool { return p.cfg.Load().WriteCaching },
+	}
+	if !opts.Join {
+		gc.Bootstrap = &raftpb.ConfState{Voters: voters}
+	}
+	if err := opts.Host.AddGroup(opts.Group, gc); err != nil {
 		return nil, err
 	}
-	fresh := p.log.LastIndex() == 0
 	go p.refreshLoop()
 	p.refresh()
-	if fresh && len(voters) > 1 && voters[0] == opts.Self {
+	if fresh && !opts.Join && len(voters) > 1 && voters[0] == opts.Self {
 		// A new group's preferred leader campaigns at once rather than after an election
 		// timeout: the partition is writable sooner after CreateTopics.
 		_ = opts.Host.Campaign(opts.Group)

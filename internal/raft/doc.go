@@ -8,10 +8,14 @@
 //     lifecycle and state; proposal.go and control.go: the calls into a group; schedule.go:
 //     the queues, workers and ticker; ready.go: ready handling and applying; flush.go:
 //     group commit and write caching; outbox.go: per-peer batching of outbound traffic;
-//     visible.go: a leader's visible index told to its followers; status.go);
+//     visible.go: a leader's visible index told to its followers; campaign.go: the switch
+//     that keeps a host in maintenance from winning elections; status.go);
 //   - the written-index tracking behind the majority-replicated boundary, whose rule is
 //     pure functions (majority.go), and the coalesced heartbeats and quiescence of idle
-//     groups (quiesce.go).
+//     groups (quiesce.go);
+//   - the membership-change planner (reconfig.go, DESIGN.md §8): pure, it names the next
+//     configuration change or leadership transfer from a leader's Status; executing it,
+//     and recording a move anywhere, belongs to the layers above.
 //
 // Scripts in testdata/ (datadriven format, run by script_test.go) step a set of hosts
 // deterministically: no goroutines, a manual clock, and a network and fsyncs the script
@@ -62,5 +66,18 @@
 // no longer holds the entries it needs, after retention) installs it with ApplySnapshot:
 // its log is Reset to start right after the snapshot index, at that Kafka offset, and the
 // leader then sends it every entry from there on. Records below the boundary are not
-// transferred; they are gone on the leader too.
+// transferred; they are gone on the leader too. A replica added after the boundary is not
+// in the snapshot's ConfState, so it takes the snapshot as a learner of it (admitSnapshot):
+// the entries after the boundary add it.
+//
+// # Bootstrap and joining
+//
+// A partition group (GroupConfig.BootstrapInLog) writes its initial configuration as the
+// log's first entries, one ConfChange per member at term 1, as etcd raft's own bootstrap
+// does; a replica added later (GroupConfig.Bootstrap nil, empty storage) starts with an
+// empty configuration and learns every one from the leader's log or snapshot. It never
+// bootstraps itself with the initial voters: fresh replicas that believed that could
+// elect one of their own beside the real group. Groups created by an earlier release hold
+// their initial configuration at index 0 instead, outside the log: Host.JoinableLog says
+// whether a new replica could still rebuild it. The controller group keeps that scheme.
 package raft

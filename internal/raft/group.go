@@ -2,6 +2,7 @@ package raft
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,8 +16,16 @@ import (
 type GroupConfig struct {
 	// Storage is the group's log. The host never closes it.
 	Storage *LogStorage
-	// Bootstrap is the initial configuration, used only if the storage holds none.
+	// Bootstrap is the initial configuration, used only if the storage holds none. A
+	// replica with none and an empty storage joins: it starts with an empty configuration
+	// and learns every one from its leader.
 	Bootstrap *pb.ConfState
+	// BootstrapInLog writes Bootstrap into the log as its first entries (one ConfChange
+	// per member, term 1), as etcd raft's own bootstrap does, instead of as the
+	// configuration in force at index 0: a replica added later rebuilds the initial
+	// configuration from the leader's log. Partition groups set it; the controller group
+	// keeps its own scheme.
+	BootstrapInLog bool
 	// Apply receives committed entries (may be nil).
 	Apply ApplyFunc
 	// OnChange, if set, is called after every round that may have moved the group's
@@ -48,8 +57,12 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 	if err != nil {
 		return err
 	}
-	if len(cs.GetVoters()) == 0 && cfg.Bootstrap != nil {
-		if err := ls.SetConfState(0, cfg.Bootstrap); err != nil {
+	if len(cs.GetVoters()) == 0 && len(cs.GetLearners()) == 0 && cfg.Bootstrap != nil {
+		if cfg.BootstrapInLog {
+			if err := ls.bootstrapInLog(cfg.Bootstrap); err != nil {
+				return err
+			}
+		} else if err := ls.SetConfState(0, cfg.Bootstrap); err != nil {
 			return err
 		}
 	}
@@ -66,7 +79,10 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 		PreVote:                   true,
 		AsyncStorageWrites:        true,
 		DisableProposalForwarding: true,
-		Logger:                    h.opts.Logger,
+		// A leader that applies its own removal (or demotion to learner) steps down
+		// rather than lead a group it no longer votes in.
+		StepDownOnRemoval: true,
+		Logger:            h.opts.Logger,
 	})
 	if err != nil {
 		return err
@@ -76,8 +92,7 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 		written: map[uint64]uint64{}, acked: ackMap{}}
 	g.applied = ls.ConfIndex()
 	g.refreshStatus()
-	g.conf = rn.Status().Config.Voters
-	g.notePeers()
+	g.noteConf()
 	g.publish()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -175,17 +190,25 @@ type group struct {
 	flushing sync.Mutex  // held by the flusher while it uses the storage
 	removed  atomic.Bool // set by RemoveGroup and Close: the storage is no longer used
 
-	mu       sync.Mutex // held while a worker (or the ticker) uses the RawNode
-	rn       *etcdraft.RawNode
-	gone     error // set when removed or closed
-	state    etcdraft.StateType
-	lead     uint64
-	term     uint64
-	conf     quorum.JointConfig
-	written  map[uint64]uint64 // follower → largest written report this term
-	acked    ackMap
-	majority uint64
-	applied  uint64
+	mu    sync.Mutex // held while a worker (or the ticker) uses the RawNode
+	rn    *etcdraft.RawNode
+	gone  error // set when removed or closed
+	state etcdraft.StateType
+	lead  uint64
+	term  uint64
+	conf  quorum.JointConfig
+	// learners and learnersNext complete conf (learnersNext: voters of the outgoing half
+	// that become learners when the joint configuration is left).
+	learners, learnersNext []uint64
+	// confProposed (leader) is the index of the last configuration change this leader
+	// appended, ownFirst the index of its term's first entry (0: none appended yet): raft
+	// drops a conf change proposed while one is unapplied, or before the leader has
+	// applied everything before its term (see Status.PendingConf).
+	confProposed, ownFirst uint64
+	written                map[uint64]uint64 // follower → largest written report this term
+	acked                  ackMap
+	majority               uint64
+	applied                uint64
 	// replicated is, on a leader, the smallest Match of the live followers (MaxUint64
 	// when there are none): the entry cache keeps what they still lack.
 	replicated uint64
@@ -243,8 +266,8 @@ func (g *group) refreshStatus() {
 		g.visReport = 0
 		g.needMaj = true
 		if state == etcdraft.StateLeader && g.state != etcdraft.StateLeader {
-			g.conf = g.rn.Status().Config.Voters
-			g.notePeers()
+			g.noteConf()
+			g.ownFirst = 0 // raft refuses conf changes until this term's first entry applies
 		}
 	}
 	g.term, g.state, g.lead = term, state, bs.Lead
@@ -259,4 +282,34 @@ func (g *group) updateSolo() {
 		_, solo = g.conf[0][g.h.id]
 	}
 	g.solo.Store(solo)
+}
+
+// noteConf caches raft's configuration (after a change, a snapshot or an election) and
+// what depends on it.
+func (g *group) noteConf() {
+	c := g.rn.Status().Config
+	g.conf = c.Voters
+	g.learners, g.learnersNext = sortedIDs(c.Learners), sortedIDs(c.LearnersNext)
+	g.notePeers()
+	g.updateSolo()
+}
+
+// pendingConf is Status.PendingConf.
+func (g *group) pendingConf() bool {
+	if g.state != etcdraft.StateLeader {
+		return false
+	}
+	return g.ownFirst == 0 || g.ownFirst-1 > g.applied || g.confProposed > g.applied
+}
+
+func sortedIDs(m map[uint64]struct{}) []uint64 {
+	if len(m) == 0 {
+		return nil
+	}
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -181,6 +181,8 @@ type Host struct {
 	peers   peerTable
 	flushes atomic.Uint64 // LogStorage.Flush calls
 	appends atomic.Uint64 // MsgStorageAppend messages those flushes covered
+	// noCampaign is the campaign switch turned off (campaign.go).
+	noCampaign atomic.Bool
 }
 
 // HostStats are cumulative counters of a host.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"path/filepath"
 	"sync"
 
@@ -410,6 +411,87 @@ func (s *LogStorage) SetConfState(index uint64, cs *pb.ConfState) error {
 	st.Commit = max(st.Commit, index)
 	st.prune(s.log.FirstIndex() - 1)
 	return s.saveLocked(st)
+}
+
+// bootstrapInLog writes cs into an empty log as etcd raft's RawNode.Bootstrap does: one
+// ConfChange entry per member at term 1 (voters first, then learners; indexes 1..n),
+// flushed, then, in one state write, the conf state at n and the HardState {term 1,
+// commit n}. A crash before the state write leaves no configuration, so the next start
+// writes the same entries again (they are kept as they are: same index, same term).
+func (s *LogStorage) bootstrapInLog(cs *pb.ConfState) error {
+	ents, err := bootstrapEntries(cs)
+	if err != nil {
+		return err
+	}
+	if s.log.FirstIndex() != 1 || s.log.LastIndex() > uint64(len(ents)) {
+		return fmt.Errorf("raft: bootstrap into a log that is not empty (indexes %d to %d)", s.log.FirstIndex(), s.log.LastIndex())
+	}
+	if last := s.log.LastIndex(); last > 0 {
+		// A crash came before the state write: what is there must be this bootstrap's.
+		held, err := s.entriesFromLog(1, last+1, math.MaxUint64)
+		if err != nil {
+			return err
+		}
+		for i, e := range held {
+			if !proto.Equal(e, ents[i]) {
+				return fmt.Errorf("raft: bootstrap: the log's entry %d is not this configuration's", e.GetIndex())
+			}
+		}
+	}
+	if _, err := s.appendEntries(ents, false); err != nil {
+		return err
+	}
+	if err := s.log.Flush(); err != nil {
+		return err
+	}
+	n := uint64(len(ents))
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	st := s.st.clone()
+	s.mu.Unlock()
+	st.Confs = []confAt{{Index: n, CS: pb.EnsureConfState(proto.Clone(cs).(*pb.ConfState))}}
+	st.Term, st.Commit = max(st.Term, 1), max(st.Commit, n)
+	return s.saveLocked(st)
+}
+
+// bootstrapEntries are the log's first entries for the initial configuration cs.
+func bootstrapEntries(cs *pb.ConfState) ([]*pb.Entry, error) {
+	var ents []*pb.Entry
+	add := func(typ pb.ConfChangeType, id uint64) error {
+		data, err := proto.Marshal(&pb.ConfChange{Type: typ.Enum(), NodeId: new(id)})
+		if err != nil {
+			return err
+		}
+		ents = append(ents, &pb.Entry{Type: pb.EntryConfChange.Enum(), Term: new(uint64(1)),
+			Index: new(uint64(len(ents) + 1)), Data: data})
+		return nil
+	}
+	for _, id := range cs.GetVoters() {
+		if err := add(pb.ConfChangeType_ConfChangeAddNode, id); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range cs.GetLearners() {
+		if err := add(pb.ConfChangeType_ConfChangeAddLearnerNode, id); err != nil {
+			return nil, err
+		}
+	}
+	if len(ents) == 0 {
+		return nil, fmt.Errorf("raft: bootstrap with an empty configuration")
+	}
+	return ents, nil
+}
+
+// Joinable reports whether a replica added to the group later can rebuild its
+// configuration from this log: false when the initial configuration is in force from
+// index 0 (written by an earlier release, not in the log) and the log still starts at
+// index 1, so a leader would send a new replica entries and no snapshot.
+func (s *LogStorage) Joinable() bool {
+	s.mu.Lock()
+	atZero := len(s.st.Confs) > 0 && s.st.Confs[0].Index == 0
+	s.mu.Unlock()
+	return !atZero || s.log.FirstIndex() > 1
 }
 
 // ConfIndex is the index of the last ConfState set (the Applied floor for a restart).

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -96,14 +97,20 @@ func (t *peerTable) ids() []uint64 {
 func (g *group) notePeers() {
 	h := g.h
 	now := h.tickNo.Load()
-	ps := make([]uint64, 0, len(g.conf[0])+len(g.conf[1]))
+	ps := make([]uint64, 0, len(g.conf[0])+len(g.conf[1])+len(g.learners))
+	add := func(id uint64) {
+		if id != h.id && !slices.Contains(ps, id) {
+			ps = append(ps, id)
+			h.peers.get(id, now)
+		}
+	}
 	for _, c := range g.conf {
 		for id := range c {
-			if id != h.id {
-				ps = append(ps, id)
-				h.peers.get(id, now)
-			}
+			add(id)
 		}
+	}
+	for _, id := range g.learners {
+		add(id)
 	}
 	g.peerIDs = ps
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/quorum"
@@ -52,6 +53,17 @@ func (h *Host) process(g *group, ob *outbox) bool {
 		_ = rn.Step(m)
 	}
 	for _, m := range msgs {
+		if h.ignoresInbound(m) {
+			continue
+		}
+		switch m.GetType() {
+		case pb.MsgSnap:
+			g.admitSnapshot(m)
+		case pb.MsgApp:
+			if g.refusesLegacyStart(m) {
+				continue
+			}
+		}
 		_ = rn.Step(m) // errors: a message of a peer not (or no longer) in the group
 	}
 	for _, f := range ctl {
@@ -128,6 +140,9 @@ func (h *Host) handleReady(g *group, ob *outbox) error {
 			}
 			steps = append(steps, m.GetResponses()...)
 		default:
+			if h.dropsOutbound(m) {
+				continue
+			}
 			ob.addMsg(m.GetTo(), g.id, m)
 			if m.GetType() == pb.MsgHeartbeat {
 				g.heartbeatSent(m.GetTo())
@@ -152,15 +167,16 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 		// The entries at or below the snapshot are committed, but this replica cannot
 		// tell whether they are the proposed ones: fail them (never a false success).
 		g.truncateProps(snap.GetMetadata().GetIndex()+1, nil)
-		g.conf = g.rn.Status().Config.Voters // raft restored the snapshot's configuration
-		g.notePeers()
-		g.updateSolo()
+		g.noteConf() // raft restored the snapshot's configuration
 	}
 	if ents := m.GetEntries(); len(ents) > 0 {
 		g.truncateProps(ents[0].GetIndex(), ents)
 		conv, err := g.ls.appendEntries(ents, true)
 		if err != nil {
 			return err
+		}
+		if g.state == etcdraft.StateLeader {
+			g.noteOwnAppends(ents)
 		}
 		for _, e := range ents {
 			if len(e.GetData()) == 0 {
@@ -251,9 +267,7 @@ func (g *group) handleApply(m *pb.Message) error {
 		if err := g.ls.SetConfState(e.GetIndex(), cs); err != nil {
 			return err
 		}
-		g.conf = g.rn.Status().Config.Voters
-		g.notePeers()
-		g.updateSolo()
+		g.noteConf()
 		g.needMaj = true
 	}
 	if g.apply != nil {
@@ -317,4 +331,61 @@ func (g *group) updateMajority() {
 	g.trimCache()
 	g.majority = majorityReplicated(g.conf, g.acked, g.majority, own, g.term, g.ls)
 	g.signalReplicated(max(g.majority, g.rn.BasicStatus().GetCommit()))
+}
+
+// noteOwnAppends records, on a leader, its term's first entry and the configuration
+// changes it appends (Status.PendingConf).
+func (g *group) noteOwnAppends(ents []*pb.Entry) {
+	for _, e := range ents {
+		if e.GetTerm() != g.term {
+			continue
+		}
+		if g.ownFirst == 0 {
+			g.ownFirst = e.GetIndex()
+		}
+		if t := e.GetType(); t == pb.EntryConfChange || t == pb.EntryConfChangeV2 {
+			g.confProposed = max(g.confProposed, e.GetIndex())
+		}
+	}
+}
+
+// refusesLegacyStart reports whether m would give a joining replica (no configuration,
+// empty log) a log from index 1 that does not open with configuration entries: that of a
+// group bootstrapped by an earlier release (Host.JoinableLog false), whose initial voters
+// are not in it. Applying it would leave the replica a configuration without them, in
+// which, once promoted, it could elect itself. It waits instead for a leader that sends a
+// snapshot (the planner shows it as a learner that does not catch up).
+func (g *group) refusesLegacyStart(m *pb.Message) bool {
+	ents := m.GetEntries()
+	if m.GetIndex() != 0 || len(ents) == 0 || ents[0].GetType() != pb.EntryNormal {
+		return false
+	}
+	if len(g.conf[0]) > 0 || len(g.conf[1]) > 0 || len(g.learners) > 0 || g.ls.WrittenIndex() > 0 {
+		return false
+	}
+	g.h.opts.Logger.Warningf("raft host %d: group %d: refusing a log from index 1 without its configuration (a group of an earlier release): waiting for a snapshot", g.h.id, g.id)
+	return true
+}
+
+// admitSnapshot makes this replica a learner in the configuration of a snapshot that
+// does not name it. A snapshot here marks the leader's log prefix boundary, and carries
+// the configuration in force there; a replica added after it (a learner joining once
+// retention took the log's start) is not in it, and raft would refuse the snapshot
+// forever. The leader sends one only to a member of its configuration, and the entries
+// after the boundary hold the change that added this replica (re-adding a learner is a
+// no-op), so once they are applied the configuration is exactly the leader's.
+func (g *group) admitSnapshot(m *pb.Message) {
+	md := m.GetSnapshot().GetMetadata()
+	cs := md.GetConfState()
+	if cs == nil {
+		return
+	}
+	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetLearners(), cs.GetVotersOutgoing()} {
+		if slices.Contains(ids, g.h.id) {
+			return
+		}
+	}
+	cs = proto.Clone(cs).(*pb.ConfState)
+	cs.Learners = append(cs.Learners, g.h.id)
+	md.ConfState = cs
 }

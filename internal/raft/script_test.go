@@ -29,6 +29,13 @@ type script struct {
 	t      testing.TB
 	d      *rafttest.Driver
 	voters []uint64
+	// joiners are the hosts whose replica starts with no bootstrap: it joins when a
+	// leader adds it.
+	joiners map[uint64]bool
+	// atZero: the bootstrap configuration is in force at index 0 (an earlier release's).
+	atZero bool
+	// reconfigs are the planners, by the host that drives them (a new leader, a new one).
+	reconfigs map[uint64]*raft.Reconfig
 	// flushDelay is the write-caching policy's hold (0: strict, every append flushed at once).
 	flushDelay time.Duration
 	// shareVisible is what the groups' ShareVisible says.
@@ -40,13 +47,17 @@ type script struct {
 
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
 var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
-	// add-hosts N [voters=1,2,3] [write-caching=DURATION] [share-visible=BOOL]
-	// [show-visible]: a new scenario of N hosts (voters: all); with write-caching, appends
+	// add-hosts N [voters=1,2,3] [join=4,5] [bootstrap-at-zero] [write-caching=DURATION]
+	// [share-visible=BOOL] [show-visible]: a new scenario of N hosts (voters: all); join
+	// hosts start their replica with no bootstrap (they join when added); with
+	// bootstrap-at-zero the others bootstrap as an earlier release did (the configuration
+	// in force at index 0, not in the log); with write-caching, appends
 	// wait that long before their fsync; share-visible is the groups' ShareVisible (as the
 	// partition's: write caching, unless given); with show-visible, deliver names the
 	// leaders' visible reports.
 	"add-hosts": func(s *script, td *datadriven.TestData) string {
-		n := rafttest.HostCount(s.t, td, "show-visible")
+		n := rafttest.HostCount(s.t, td, "show-visible", "bootstrap-at-zero")
+		s.atZero = td.HasArg("bootstrap-at-zero")
 		var delay time.Duration
 		mode := "strict"
 		if a, ok := td.Arg("write-caching"); ok {
@@ -60,6 +71,12 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		if a, ok := td.Arg("voters"); ok {
 			voters = rafttest.ParseIDs(s.t, a.Vals)
 		}
+		s.joiners = map[uint64]bool{}
+		if a, ok := td.Arg("join"); ok {
+			for _, id := range rafttest.ParseIDs(s.t, a.Vals) {
+				s.joiners[id] = true
+			}
+		}
 		s.shareVisible = delay > 0
 		if td.HasArg("share-visible") {
 			td.ScanArgs(s.t, "share-visible", &s.shareVisible)
@@ -67,11 +84,32 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		}
 		s.reset(n, voters, delay)
 		s.d.ShowVisible(td.HasArg("show-visible"))
+		if len(s.joiners) > 0 {
+			mode += fmt.Sprintf(", joining %v", sortedKeys(s.joiners))
+		}
+		if s.atZero {
+			mode += ", bootstrap at index 0"
+		}
 		return fmt.Sprintf("%d hosts, voters %v, %s", n, s.voters, mode)
 	},
 	// campaign H: host H campaigns (handled at the next ready round).
 	"campaign": func(s *script, td *datadriven.TestData) string {
 		return errString(s.d.Host(s.d.HostArg(td)).Campaign(scriptGroup))
+	},
+	// campaigning H on|off: host H's campaign switch (Host.SetCampaigning).
+	"campaigning": func(s *script, td *datadriven.TestData) string {
+		args := rafttest.Positional(td)
+		if len(args) != 2 || (args[1] != "on" && args[1] != "off") {
+			s.t.Fatalf("%s: campaigning H on|off", td.Pos)
+		}
+		s.d.Host(rafttest.ParseID(s.t, args[0])).SetCampaigning(args[1] == "on")
+		return ""
+	},
+	// transfer H to=ID: host H (leading) hands leadership to ID.
+	"transfer": func(s *script, td *datadriven.TestData) string {
+		var to uint64
+		td.ScanArgs(s.t, "to", &to)
+		return errString(s.d.Host(s.d.HostArg(td)).TransferLeadership(scriptGroup, to))
 	},
 	// propose H NAME [records=N]: host H proposes a batch of N records (default 1).
 	"propose": func(s *script, td *datadriven.TestData) string {
@@ -100,9 +138,10 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		s.addGroup(id)
 		return ""
 	},
-	// conf-change H enter-joint|leave-joint [add=ID...] [remove=ID...]: host H (leading)
-	// proposes entering a joint configuration with the changes, or leaving it (the proposal
-	// runs at once: see raft.DrivenHost.ProposeConfChange).
+	// conf-change H enter-joint|leave-joint|simple [add=ID...] [remove=ID...]
+	// [learner=ID...]: host H (leading) proposes entering a joint configuration with the
+	// changes, leaving it, or one change on its own (the proposal runs at once: see
+	// raft.DrivenHost.ProposeConfChange).
 	"conf-change": func(s *script, td *datadriven.TestData) string {
 		args := rafttest.Positional(td)
 		if len(args) != 2 {
@@ -112,14 +151,15 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		switch args[1] {
 		case "enter-joint":
 			cc.Transition = pb.ConfChangeTransition_ConfChangeTransitionJointExplicit.Enum()
-		case "leave-joint":
+		case "leave-joint", "simple":
 		default:
-			s.t.Fatalf("%s: enter-joint or leave-joint, not %q", td.Pos, args[1])
+			s.t.Fatalf("%s: enter-joint, leave-joint or simple, not %q", td.Pos, args[1])
 		}
 		for _, c := range []struct {
 			key string
 			typ pb.ConfChangeType
-		}{{"add", pb.ConfChangeType_ConfChangeAddNode}, {"remove", pb.ConfChangeType_ConfChangeRemoveNode}} {
+		}{{"add", pb.ConfChangeType_ConfChangeAddNode}, {"remove", pb.ConfChangeType_ConfChangeRemoveNode},
+			{"learner", pb.ConfChangeType_ConfChangeAddLearnerNode}} {
 			if a, ok := td.Arg(c.key); ok {
 				for _, id := range rafttest.ParseIDs(s.t, a.Vals) {
 					cc.Changes = append(cc.Changes, &pb.ConfChangeSingle{Type: c.typ.Enum(), NodeId: new(id)})
@@ -137,6 +177,12 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		c := fmt.Sprintf("%d: voters=%v", id, st.Voters)
 		if len(st.VotersOutgoing) > 0 {
 			c += fmt.Sprintf("&&%v", st.VotersOutgoing)
+		}
+		if len(st.Learners) > 0 {
+			c += fmt.Sprintf(" learners=%v", st.Learners)
+		}
+		if len(st.LearnersNext) > 0 {
+			c += fmt.Sprintf(" learners-next=%v", st.LearnersNext)
 		}
 		return c
 	}),
@@ -191,6 +237,7 @@ func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 		s.voters = s.d.IDs()
 	}
 	s.ls, s.props, s.names = map[uint64]*raft.LogStorage{}, map[string]*raft.Proposal{}, nil
+	s.reconfigs = map[uint64]*raft.Reconfig{}
 	for _, id := range s.d.IDs() {
 		ls, err := raft.Open(storage.Options{FS: storage.NewMemFS(), Dir: "g", SegmentBytes: 4096})
 		if err != nil {
@@ -202,7 +249,10 @@ func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 }
 
 func (s *script) addGroup(id uint64) {
-	cfg := raft.GroupConfig{Storage: s.ls[id], Bootstrap: &pb.ConfState{Voters: s.voters}}
+	cfg := raft.GroupConfig{Storage: s.ls[id], BootstrapInLog: !s.atZero}
+	if !s.joiners[id] {
+		cfg.Bootstrap = &pb.ConfState{Voters: s.voters}
+	}
 	share := s.shareVisible
 	cfg.ShareVisible = func() bool { return share }
 	if wait := s.flushDelay; wait > 0 {

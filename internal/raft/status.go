@@ -1,6 +1,8 @@
 package raft
 
 import (
+	"slices"
+
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/tracker"
 )
@@ -33,13 +35,23 @@ type Status struct {
 	// Voters and VotersOutgoing are the configuration this replica knows (outgoing: the
 	// old half of a joint configuration).
 	Voters, VotersOutgoing []uint64
+	// Learners receive the log but do not vote; LearnersNext are outgoing voters that
+	// become learners when the joint configuration is left.
+	Learners, LearnersNext []uint64
+	// PendingConf (leader only): a configuration change this leader appended is not yet
+	// applied, or the leader has not yet applied the entries before its term. raft
+	// replaces a conf change proposed meanwhile with an empty entry, silently, so a
+	// caller plans from the applied configuration (Reconfig), never from a proposal's
+	// return.
+	PendingConf bool
 	// Flushes counts this replica's log flushes (each one fsync round: group commit).
 	Flushes uint64
-	// Progress (leader only) is each voter's replication state, by Raft id.
+	// Progress (leader only) is each member's replication state, learners included, by
+	// Raft id.
 	Progress map[uint64]PeerProgress
 }
 
-// PeerProgress is how far one voter holds the leader's log.
+// PeerProgress is how far one member (voter or learner) holds the leader's log.
 type PeerProgress struct {
 	// Match is the last index the voter acknowledged durably (for the leader itself: its
 	// flushed index); Written the last it reported written, maybe not yet fsynced.
@@ -78,5 +90,19 @@ func (h *Host) Status(id uint64) (Status, error) {
 		})
 	}
 	st.Voters, st.VotersOutgoing = g.conf[0].Slice(), g.conf[1].Slice()
+	st.Learners, st.LearnersNext = slices.Clone(g.learners), slices.Clone(g.learnersNext)
+	st.PendingConf = g.pendingConf()
 	return st, nil
+}
+
+// JoinableLog reports whether a replica added to group id later could rebuild the
+// group's configuration from its leader (see LogStorage.Joinable): false for a group
+// created by an earlier release whose log still starts at index 1. Moving such a
+// partition must be refused.
+func (h *Host) JoinableLog(id uint64) (bool, error) {
+	g, err := h.group(id)
+	if err != nil {
+		return false, err
+	}
+	return g.ls.Joinable(), nil
 }

@@ -22,6 +22,8 @@ const (
 	MsgLeaders         uint8 = 32 // internal/broker: the partition groups this broker leads
 	MsgForwardRequest  uint8 = 33 // internal/broker: a produce for a partition the receiver leads
 	MsgForwardResponse uint8 = 34 // internal/broker: the leader's answer to a forwarded produce
+	MsgMoveProgress    uint8 = 40 // internal/broker: how the partition moves this broker drives are going
+	MsgTransferLeader  uint8 = 35 // internal/broker: hand the leadership of a group you lead to a replica
 )
 
 // The block of numbers kept for internal/cluster, its present types and future ones.
@@ -78,6 +80,8 @@ var messageTypes = [256]MessageType{
 	MsgLeaders:         {Name: "leaders", Owner: "internal/broker", Direction: "broker → every broker"},
 	MsgForwardRequest:  {Name: "forward request", Owner: "internal/broker", Direction: "broker → partition leader"},
 	MsgForwardResponse: {Name: "forward response", Owner: "internal/broker", Direction: "partition leader → broker"},
+	MsgMoveProgress:    {Name: "move progress", Owner: "internal/broker", Direction: "partition leader → every broker"},
+	MsgTransferLeader:  {Name: "transfer leadership", Owner: "internal/broker", Direction: "any broker → partition leader"},
 }
 
 // LookupType returns the table's entry for a number, and whether the table has one.
