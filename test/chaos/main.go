@@ -301,7 +301,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	if schedErr == nil {
 		schedErr = cl.WaitFormed(ctx)
 	}
-	if mv != nil {
+	if mv != nil && schedErr == nil {
 		// Moves still under way end on a healthy cluster, with the load running, before
 		// the final read finds each partition where they left it.
 		stats := mv.finish(ctx, cfg.moveTimeout+30*time.Second)
