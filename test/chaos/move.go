@@ -153,6 +153,7 @@ func drawOther(rng *rand.Rand, ids []int32, not int32) int32 {
 // moveRun is one move the mover follows until its window ends.
 type moveRun struct {
 	name             string
+	through          via // how the move was asked for, and so how the tracker lists moves
 	p                int32
 	original, target []int32
 	began            time.Time
@@ -343,7 +344,7 @@ func (m *mover) move(ctx context.Context, p int32, through via, from int, kill k
 	}
 	m.mu.Unlock()
 	if v.answer != refused {
-		run := &moveRun{name: name, p: p, original: current, target: target, began: time.Now(),
+		run := &moveRun{name: name, through: through, p: p, original: current, target: target, began: time.Now(),
 			accepted: v.answer == accepted, cancelAfter: -1, cancelVia: cancelVia}
 		if cancelAfter > 0 {
 			run.cancelAfter = cancelAfter
@@ -436,7 +437,7 @@ func (m *mover) leadership(ctx context.Context, p int32, through via, from int, 
 	return nil
 }
 
-// track follows run until its window ends: it polls ListPartitionReassignments, and once
+// track follows run until its window ends: it polls the moves listed (see moving), and once
 // no move of the partition is listed, Metadata, until the same outcome shows twice in a
 // row (the two may come from brokers that have applied the controller's log to different
 // points), or the window passes. It sends run's delayed cancel on the way.
@@ -455,7 +456,7 @@ func (m *mover) track(run *moveRun, from int) {
 			m.cancel(m.ctx, run, run.cancelVia, from)
 		}
 		outcome := moveOpen
-		if moving, err := kafkaMoving(m.ctx, m.adm, topic, run.p); err == nil && moving {
+		if moving, err := m.moving(run, from); err == nil && moving {
 			seen = true
 		} else if err == nil {
 			if replicas, _, err := replicasOf(m.ctx, m.adm, topic, run.p); err == nil {
@@ -477,6 +478,22 @@ func (m *mover) track(run *moveRun, from int) {
 		sleepCtx(m.ctx, 250*time.Millisecond)
 	}
 	m.end(run, moveTimedOut) // the session ended first
+}
+
+// moving reports whether run's partition has a move listed, asking through the interface
+// the move was asked through: ListPartitionReassignments, or GET
+// /v1/partitions/reconfigurations of a running broker.
+func (m *mover) moving(run *moveRun, from int) (bool, error) {
+	if run.through == viaKafka {
+		return kafkaMoving(m.ctx, m.adm, topic, run.p)
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+	defer cancel()
+	list, v := httpReconfigurations(ctx, m.hc, m.adminAddr(from))
+	if v.answer != accepted {
+		return false, fmt.Errorf("listing moves: %v", v)
+	}
+	return slices.ContainsFunc(list, func(r reconfiguration) bool { return r.Topic == topic && r.Partition == run.p }), nil
 }
 
 // end closes run's window with outcome.
