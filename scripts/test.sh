@@ -19,3 +19,4 @@ echo "== fault injection (short fixed-seed sessions; see docs/operations.md for 
 go run ./test/chaos --duration 20s --seed 1 --mode strict --faults kill,pause,partition,power
 go run ./test/chaos --duration 20s --seed 2 --mode write-caching --faults kill,pause,partition,power
 go run ./test/chaos --duration 20s --seed 2 --mode acks1 --faults kill,pause,partition
+go run ./test/chaos --duration 20s --seed 3 --mode strict --brokers 5 --faults kill,partition,move

@@ -3,6 +3,7 @@
 //
 //	go run ./test/chaos --duration 60s --seed 7 --mode strict --faults kill,pause,partition,power
 //	go run ./test/chaos --duration 60s --faults rack --racks r1,r2,r3 --min-insync-racks 2 --link-delay 0.2ms,2ms
+//	go run ./test/chaos --duration 3m --brokers 5 --faults kill,pause,partition,move
 //
 // It starts --brokers cairn processes behind link proxies (test/chaos/faults), runs
 // idempotent franz-go producers and a consumer that record every operation
@@ -14,6 +15,11 @@
 // a rack of its own) down at once: killed, paused, cut off from the other racks both ways,
 // or powered down. It needs no rule of its own in the checker: it is the same faults on
 // several brokers at once, and it is lossy only as a power cut of those brokers is.
+//
+// The move fault (move.go) moves a partition of the topic to another replica set (an RF
+// change now and then), cancels a move under way, or moves a leadership, through kadm and
+// the admin HTTP API by turns; moves run on while the other faults hit them, and a summary
+// line counts how they ended. It is not lossy: the checker holds it to the mode's rule.
 //
 // Modes:
 //   - strict: acks=-1 on a strict topic; any mix of the chosen faults on any number of
@@ -67,10 +73,12 @@ type config struct {
 	// rackReads switches on follower fetching (KIP-392) and adds one consumer per rack that
 	// reads from its own rack's replica, so the read checks cover followers' answers too.
 	rackReads bool
+	// moveTimeout bounds the window of each move fault (move.go).
+	moveTimeout time.Duration
 }
 
 // faultKinds are the faults --faults may name, in the order the schedule draws from.
-var faultKinds = []string{"kill", "pause", "partition", "power", "rack"}
+var faultKinds = []string{"kill", "pause", "partition", "power", "rack", "move"}
 
 // rackSubFaults are what a rack fault does to every broker of the rack.
 var rackSubFaults = []string{"kill", "pause", "partition", "power"}
@@ -86,7 +94,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", time.Minute, "how long faults are injected (the session also sets up, heals and checks)")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
 	flag.StringVar(&mode, "mode", "strict", "strict, write-caching or acks1")
-	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power, rack (a whole rack at once)")
+	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power, rack (a whole rack at once), move (partition moves, cancels and leadership moves)")
 	flag.IntVar(&cfg.brokers, "brokers", 3, "number of brokers")
 	flag.IntVar(&cfg.partitions, "partitions", 3, "partitions of the topic (replication factor = min(3, brokers))")
 	flag.IntVar(&cfg.producers, "producers", 3, "idempotent producers")
@@ -97,6 +105,7 @@ func main() {
 	flag.IntVar(&cfg.minInsyncRacks, "min-insync-racks", 0, "min.insync.racks of the topic (0: not set, the cluster default applies)")
 	flag.StringVar(&linkDelay, "link-delay", "", "delay of each inter-broker link inside a rack and across racks, as in,cross (e.g. 0.2ms,2ms; default none)")
 	flag.BoolVar(&cfg.rackReads, "rack-reads", false, "switch on follower fetching (replica.selector.class=RackAwareReplicaSelector) and add a consumer in each rack that reads from its rack's replica")
+	flag.DurationVar(&cfg.moveTimeout, "move-timeout", 90*time.Second, "how long a move fault's window may stay open before the move counts as timed out")
 	flag.Parse()
 	var err error
 	if cfg.mode, err = history.ParseMode(mode); err != nil {
@@ -134,6 +143,9 @@ func main() {
 	}
 	if cfg.brokers < 1 || cfg.partitions < 1 || cfg.producers < 1 || cfg.duration <= 0 {
 		fail(errors.New("--brokers, --partitions, --producers and --duration must be positive"))
+	}
+	if cfg.moveTimeout <= 0 {
+		fail(errors.New("--move-timeout must be positive"))
 	}
 	if cfg.rate < 0 {
 		fail(errors.New("--rate must not be negative"))
@@ -241,6 +253,14 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var mv *mover
+	if cfg.faults["move"] {
+		if mv, err = newMover(cl, rec, cfg); err != nil {
+			rec.Close()
+			return nil, err
+		}
+		defer mv.Close()
+	}
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i := range cfg.producers {
@@ -264,7 +284,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		}()
 	}
 
-	schedErr := schedule(ctx, cl, rec, cfg)
+	schedErr := schedule(ctx, cl, rec, cfg, mv)
 	// Heal everything, let the load run on a healthy cluster for a moment, then stop it.
 	cl.HealAll()
 	var down []int
@@ -280,6 +300,18 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	}
 	if schedErr == nil {
 		schedErr = cl.WaitFormed(ctx)
+	}
+	if mv != nil && schedErr == nil {
+		// Moves still under way end on a healthy cluster, with the load running, before
+		// the final read finds each partition where they left it.
+		stats := mv.finish(ctx, cfg.moveTimeout+30*time.Second)
+		fmt.Println("chaos:", stats.String())
+		for _, name := range stats.timedOutNames {
+			fmt.Println("  move timed out:", name)
+		}
+		if len(stats.StillMoving) > 0 {
+			fmt.Printf("  warning: partitions %v still list a move %v after the faults healed\n", stats.StillMoving, cfg.moveTimeout+30*time.Second)
+		}
 	}
 	sleepCtx(ctx, 3*time.Second)
 	stopLoad()
@@ -357,8 +389,9 @@ func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder,
 	}
 }
 
-// schedule injects faults drawn from the seed until the duration passes.
-func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cfg config) error {
+// schedule injects faults drawn from the seed until the duration passes; mv injects the
+// move faults (nil when --faults has no move).
+func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cfg config, mv *mover) error {
 	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
 	var kinds []string
 	for _, k := range faultKinds {
@@ -372,6 +405,12 @@ func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cf
 	for time.Now().Before(end) && ctx.Err() == nil {
 		sleepCtx(ctx, time.Duration(1000+rng.IntN(2000))*time.Millisecond)
 		kind := kinds[rng.IntN(len(kinds))]
+		if kind == "move" {
+			if err := mv.fault(ctx); err != nil {
+				return fmt.Errorf("move fault: %w", err)
+			}
+			continue
+		}
 		if kind == "rack" {
 			if err := rackFault(ctx, cl, rec, cfg, rng); err != nil {
 				return err

@@ -24,6 +24,8 @@ const registeredLine = `msg="broker registered"`
 // (replication factor min(3, brokers) = brokers): with more brokers a majority of them may
 // leave some partition a majority of its replicas, so no marker is recorded and the checker
 // keeps its older rule, which dates a write's exposure from its acknowledgement alone.
+// Move faults keep that premise: only write-caching sessions have lossy faults, and there a
+// move never leaves a partition fewer than min(3, brokers) replicas (move.go).
 func markRestart(cl *faults.Cluster, rec *history.Recorder, name string, lossy bool, ids []int, began time.Time) {
 	if !lossy || cl.N() > 3 {
 		return
