@@ -1,8 +1,10 @@
 package raft
 
 import (
+	"errors"
 	"testing"
 
+	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -131,5 +133,18 @@ func TestLegacyBootstrapIsNotJoinable(t *testing.T) {
 	}
 	if _, err := h.JoinableLog(9); err == nil {
 		t.Fatal("unknown group: no error")
+	}
+}
+
+// A log that still starts at index 1 has no prefix to send: a leader that asks for a
+// snapshot (it failed to read what a follower needs) is told to try again rather than be
+// handed an empty snapshot, on which etcd raft panics.
+func TestSnapshotOfAWholeLogIsTemporarilyUnavailable(t *testing.T) {
+	_, ls := addGroupOn(t, storage.NewMemFS(), &pb.ConfState{Voters: []uint64{1, 2, 3}})
+	if first, _ := ls.FirstIndex(); first != 1 {
+		t.Fatalf("first index %d, want 1", first)
+	}
+	if snap, err := ls.Snapshot(); !errors.Is(err, etcdraft.ErrSnapshotTemporarilyUnavailable) {
+		t.Fatalf("Snapshot of a log from index 1: %v, %v; want ErrSnapshotTemporarilyUnavailable", snap, err)
 	}
 }

@@ -207,6 +207,15 @@ var errRetry = errors.New("retry")
 func (s *LogStorage) snapshotOnce() (*pb.Snapshot, error) {
 	first := s.log.FirstIndex()
 	boundary := first - 1
+	if boundary == 0 {
+		// The log still holds every entry from index 1, so there is no prefix to describe:
+		// a leader asks for a snapshot only when it failed to read the term or the entries
+		// a follower needs next, and the follower must get those entries instead. etcd raft
+		// panics on an empty snapshot but retries, on the follower's next heartbeat
+		// response, after this error. (Seen in a chaos session with moves: a leader just
+		// restarted from a power cut asked for one on its first round.)
+		return nil, etcdraft.ErrSnapshotTemporarilyUnavailable
+	}
 	term, err := s.log.Term(boundary)
 	if err != nil {
 		if errors.Is(err, storage.ErrCompacted) {
