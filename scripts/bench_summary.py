@@ -118,8 +118,10 @@ if move is not None:
         ratio = f", ÷ disk {m['mb_per_s'] / disk:.2f}" if disk else ""
         print(f"move {m['From']} → {m['To']}{bound}: {m['seconds']:.1f} s (copied in {m['copied_seconds']:.1f} s), "
               f"{m['mb_per_s']:.1f} MB/s{ratio}")
-        for label, name in (("during the move", m["load_file"]), ("without a move ", m["base_file"])):
+        loadavg = m.get("loadavg_1m", [None, None])
+        for i, (label, name) in enumerate((("during the move", m["load_file"]), ("without a move ", m["base_file"]))):
             run = load(name[:-len(".json")])
             if run is not None:
+                la = f", load average {loadavg[i]:.1f}" if loadavg[i] else ""
                 print(f"  load {label}: {run['mb_per_s']:.1f} MB/s over {run['duration_s']:.1f} s, send→ack p50 "
-                      f"{run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, max {run['max_ms']:.1f} ms, errors {run['errors']}")
+                      f"{run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, max {run['max_ms']:.1f} ms, errors {run['errors']}{la}")

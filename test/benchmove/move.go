@@ -45,6 +45,9 @@ type moveResult struct {
 	// --rate-property was not given), and Default whether that was its default.
 	Bound   string `json:"bound,omitempty"`
 	Default bool   `json:"bound_is_default,omitempty"`
+	// LoadAvg is /proc/loadavg's 1-minute figure at the end of the move and at the end of
+	// the run without one: the machine is shared, and other work shows in the latency.
+	LoadAvg [2]float64 `json:"loadavg_1m"`
 }
 
 type runner struct {
@@ -297,6 +300,7 @@ func (r *runner) move(ctx context.Context, from, to []int32, name string) error 
 		return err
 	}
 	res.Bound, res.Default = bound, isDefault
+	res.LoadAvg[0] = loadAvg()
 	if err := load.interrupt(); err != nil {
 		return fmt.Errorf("the load during the move: %w", err)
 	}
@@ -312,6 +316,7 @@ func (r *runner) move(ctx context.Context, from, to []int32, name string) error 
 	if err := base.wait(); err != nil {
 		return fmt.Errorf("the load without a move: %w", err)
 	}
+	res.LoadAvg[1] = loadAvg()
 	res.Bytes = r.o.size
 	res.MBPerS = float64(res.Bytes) / 1e6 / res.Seconds
 	res.LoadFile, res.BaseFile = loadFile, baseFile
@@ -478,6 +483,17 @@ func runTo(cmd *exec.Cmd, path string) error {
 	cmd.Stdout, cmd.Stderr = f, os.Stderr
 	harness.DieWithParent(cmd)
 	return cmd.Run()
+}
+
+// loadAvg is the machine's 1-minute load average, 0 where /proc/loadavg is not there.
+func loadAvg() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var one float64
+	fmt.Sscanf(string(raw), "%f", &one)
+	return one
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
