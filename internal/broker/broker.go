@@ -125,6 +125,9 @@ type Broker struct {
 	// followerFetching is replica.selector.class as of the last reconcile: the rack-aware
 	// selector (KIP-392). The Fetch path reads it rather than resolving the cluster config.
 	followerFetching atomic.Bool
+	// learnerRate is learner.recovery.rate as of the last reconcile: the host reads it to
+	// pace catch-up traffic to learners.
+	learnerRate atomic.Int64
 
 	mu       sync.RWMutex
 	replicas map[replicaKey]*replica // the local partition replicas
@@ -181,6 +184,7 @@ func New(cfg Config) (*Broker, error) {
 	b := &Broker{cfg: cfg, fs: cfg.FS, lg: cfg.Logger, replicas: map[replicaKey]*replica{}, shards: map[int32]bool{},
 		retentionKick: make(chan struct{}, 1), roleKick: make(chan struct{}, 1)}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.learnerRate.Store(config.ResolveCluster(nil).LearnerRecoveryRate) // until the first reconcile
 	b.leaders = newLeaderTable()
 	b.moves = newMover()
 	if err := b.fs.MkdirAll(filepath.Join(cfg.DataDir, "topics"), 0o755); err != nil {
@@ -202,7 +206,8 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("inter-broker transport: %w", err)
 	}
 	b.transport, b.messages = tr, reg
-	b.host, _ = raftrpc.NewHost(tr, raft.HostOptions{NodeID: uint64(cfg.NodeID), TickInterval: cfg.TickInterval})
+	b.host, _ = raftrpc.NewHost(tr, raft.HostOptions{NodeID: uint64(cfg.NodeID), TickInterval: cfg.TickInterval,
+		LearnerRate: b.learnerRate.Load})
 	b.fwd = newForwarder(b)
 	if err := b.registerMessages(reg); err != nil {
 		b.host.Close()

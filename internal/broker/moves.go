@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -204,7 +205,7 @@ func (b *Broker) refuseUnjoinable(r *replica, m controller.PartitionReassignment
 
 // noteProgress records the step for MoveProgress.
 func (b *Broker) noteProgress(r *replica, run *moveRun, step raft.ReconfigStep, st raft.Status) {
-	pr := MoveProgress{Phase: step.Phase.String(), Waiting: step.Waiting, Updated: time.Now()}
+	pr := MoveProgress{Phase: strings.ReplaceAll(step.Phase.String(), "-", "_"), Waiting: step.Waiting, Updated: time.Now()}
 	size := r.p.SizeBytes()
 	var worst uint64
 	for _, lag := range step.Lag {

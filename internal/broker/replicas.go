@@ -94,7 +94,9 @@ func (b *Broker) reconcile() error {
 		byName[topics[i].Name] = &topics[i]
 	}
 	b.topics.Store(&byName)
-	b.followerFetching.Store(config.ResolveCluster(cluster).FollowerFetching)
+	cc := config.ResolveCluster(cluster)
+	b.followerFetching.Store(cc.FollowerFetching)
+	b.learnerRate.Store(cc.LearnerRecoveryRate)
 	b.warnRackShortfalls(st)
 	for _, t := range topics {
 		cfg := config.ResolveTopic(t.Configs, cluster)

@@ -41,6 +41,10 @@ const (
 	ClusterWriteCachingDefault         = "write_caching_default"
 )
 
+// ClusterLearnerRecoveryRate bounds partition-move catch-up traffic (a Cairn name: Kafka's
+// throttles are per replica and set by its reassignment tool, see the refused list).
+const ClusterLearnerRecoveryRate = "learner.recovery.rate"
+
 // Cluster property names of the leader balancer (internal/broker), Kafka's own names.
 const (
 	ClusterAutoLeaderRebalanceEnable        = "auto.leader.rebalance.enable"

@@ -171,6 +171,10 @@ func build() *registry {
 		"Which replica a consumer reads from (KIP-392): "+RackAwareReplicaSelector+" lets a consumer that sends its rack (client.rack) read from an in-sync replica in that rack, never above what the leader has made visible; empty or "+LeaderSelector+" reads from the leader only. Kafka's own property and class names, but dynamic here: a change applies to the next Fetch.",
 		"kafka: Fetch (preferred read replica) and ListOffsets on a follower; partition: follower reads bounded by the leader's last visible offset")
 
+	cluster(ClusterLearnerRecoveryRate, numSpec(TypeLong, 0, math.MaxInt64, false), "104857600",
+		"Bytes per second each broker sends to the learners it is catching up (the replicas a partition move adds), over all its partitions, so that moves do not starve producers and followers; 0 leaves it unbounded. Appends to voters are never paced. A change applies within a second.",
+		"raft: outbound appends to learners (HostOptions.LearnerRate)")
+
 	// The leader balancer (internal/broker, balancer.go), under Kafka's names and meanings.
 	cluster(ClusterAutoLeaderRebalanceEnable, boolSpec(), "true",
 		"Run the leader balancer: the controller leader moves leaderships back to each partition's preferred replica (the first of its assignment), by Raft leadership transfer only, when that replica is live, in the ISR and not in maintenance.",
@@ -286,7 +290,7 @@ func refusedList() []Refused {
 		recompress = "compaction recompresses a batch it rewrites at its codec's default level; the level is not configurable"
 		tiered     = "Cairn has no tiered storage"
 		timestamps = "Cairn keeps producer timestamps and does not check or rewrite them against broker time yet"
-		throttle   = "replication throttling is not implemented"
+		throttle   = "Kafka's per-replica replication throttles are not implemented; the catch-up of the replicas a move adds is bounded per broker by learner.recovery.rate, and followers in the ISR are never throttled"
 	)
 	return []Refused{
 		// Topic properties.

@@ -71,7 +71,7 @@ func TestAcceptedProperties(t *testing.T) {
 			"message.timestamp.type", "min.insync.racks", "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms", "write.caching"},
 		ScopeCluster: {"auto.create.topics.enable", "auto.leader.rebalance.enable", "compression.type", "default.replication.factor",
 			"group.initial.rebalance.delay.ms", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
-			"leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage",
+			"leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage", "learner.recovery.rate",
 			"log.cleaner.delete.retention.ms", "log.cleanup.policy", "log.flush.interval.bytes", "log.flush.interval.ms", "log.message.timestamp.type", "log.retention.bytes",
 			"log.retention.check.interval.ms", "log.retention.ms", "log.roll.ms", "log.segment.bytes",
 			"message.max.bytes", "min.insync.racks", "min.insync.replicas", "num.partitions",

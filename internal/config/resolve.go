@@ -129,6 +129,7 @@ func ResolveCluster(clusterOverrides map[string]string) ClusterConfig {
 		AutoLeaderRebalance:         get(ClusterAutoLeaderRebalanceEnable) == "true",
 		LeaderImbalanceCheckSeconds: mustInt(get(ClusterLeaderImbalanceCheckIntervalSecs)),
 		LeaderImbalancePerBrokerPct: int(mustInt(get(ClusterLeaderImbalancePerBrokerPct))),
+		LearnerRecoveryRate:         mustInt(get(ClusterLearnerRecoveryRate)),
 
 		OffsetsTopicNumPartitions:     int32(mustInt(get(ClusterOffsetsTopicNumPartitions))),
 		OffsetsTopicReplicationFactor: int16(mustInt(get(ClusterOffsetsTopicReplicationFactor))),

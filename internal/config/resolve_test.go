@@ -108,6 +108,7 @@ func TestResolveCluster(t *testing.T) {
 // withGroupDefaults fills in the group coordinator's defaults, and the leader balancer's.
 func withGroupDefaults(c ClusterConfig) ClusterConfig {
 	c.AutoLeaderRebalance, c.LeaderImbalanceCheckSeconds, c.LeaderImbalancePerBrokerPct = true, 30, 10
+	c.LearnerRecoveryRate = 100 << 20
 	c.OffsetsTopicNumPartitions, c.OffsetsTopicReplicationFactor, c.OffsetsTopicSegmentBytes = 16, 3, 104857600
 	c.OffsetsRetentionMinutes, c.OffsetsRetentionCheckMs, c.OffsetsCommitTimeoutMs = 10080, 600000, 5000
 	c.OffsetMetadataMaxBytes = 4096

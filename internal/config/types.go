@@ -174,6 +174,9 @@ type ClusterConfig struct {
 	LeaderImbalanceCheckSeconds int64
 	LeaderImbalancePerBrokerPct int
 
+	// LearnerRecoveryRate is learner.recovery.rate: bytes per second to learners, 0 unbounded.
+	LearnerRecoveryRate int64
+
 	// Consumer group coordinator and __consumer_offsets.
 	OffsetsTopicNumPartitions     int32
 	OffsetsTopicReplicationFactor int16

@@ -111,6 +111,9 @@ var validationCases = map[string][]vcase{
 	"leader.imbalance.per.broker.percentage": {
 		ok("0", "0"), ok("10", "10"), ok("100", "100"), bad("-1", "out of range"), bad("101", "out of range"),
 	},
+	"learner.recovery.rate": {
+		ok("0", "0"), ok("104857600", "104857600"), ok("1", "1"), bad("-1", "out of range"), bad("fast", "not a whole number"),
+	},
 	// Node.
 	"node.id": {
 		bad("0", "out of range"), ok("1", "1"), ok("7", "7"), ok("2147483647", "2147483647"),

@@ -15,7 +15,8 @@
 //     groups (quiesce.go);
 //   - the membership-change planner (reconfig.go, DESIGN.md §8): pure, it names the next
 //     configuration change or leadership transfer from a leader's Status; executing it,
-//     and recording a move anywhere, belongs to the layers above.
+//     and recording a move anywhere, belongs to the layers above; and the pacing of
+//     learners' catch-up traffic (pacer.go, HostOptions.LearnerRate).
 //
 // Scripts in testdata/ (datadriven format, run by script_test.go) step a set of hosts
 // deterministically: no goroutines, a manual clock, and a network and fsyncs the script

@@ -267,7 +267,9 @@ func (g *group) refreshStatus() {
 		g.needMaj = true
 		if state == etcdraft.StateLeader && g.state != etcdraft.StateLeader {
 			g.noteConf()
-			g.ownFirst = 0 // raft refuses conf changes until this term's first entry applies
+			// raft refuses conf changes until this term's first entry applies; a change of an
+			// earlier term of this replica's may have been truncated since.
+			g.ownFirst, g.confProposed = 0, 0
 		}
 	}
 	g.term, g.state, g.lead = term, state, bs.Lead

@@ -127,6 +127,10 @@ type HostOptions struct {
 	MaxSizePerMsg    uint64
 	MaxInflightMsgs  int
 	MaxInflightBytes uint64
+	// LearnerRate, if set, bounds the bytes per second of log entries this host sends to
+	// learners (replicas being added to a group), over all its groups: 0 is unbounded.
+	// It is asked on every such send, so it may change at run time (see pacer.go).
+	LearnerRate func() int64
 
 	// flushGate, if set, is called by a flusher before it flushes a group (tests hold
 	// flushes with it).
@@ -179,6 +183,7 @@ type Host struct {
 	ticks   atomic.Uint64 // ticks delivered
 	tickNo  atomic.Uint64 // the ticker's round, from 1 (the clock of peer liveness)
 	peers   peerTable
+	pacer   learnerPacer
 	flushes atomic.Uint64 // LogStorage.Flush calls
 	appends atomic.Uint64 // MsgStorageAppend messages those flushes covered
 	// noCampaign is the campaign switch turned off (campaign.go).

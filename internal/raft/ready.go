@@ -143,6 +143,10 @@ func (h *Host) handleReady(g *group, ob *outbox) error {
 			if h.dropsOutbound(m) {
 				continue
 			}
+			if m.GetType() == pb.MsgApp && slices.Contains(g.learners, m.GetTo()) {
+				h.sendToLearner(ob, m.GetTo(), g.id, m)
+				continue
+			}
 			ob.addMsg(m.GetTo(), g.id, m)
 			if m.GetType() == pb.MsgHeartbeat {
 				g.heartbeatSent(m.GetTo())

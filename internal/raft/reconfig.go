@@ -88,8 +88,8 @@ type ReconfigStep struct {
 // host. It is idempotent: calling it again before the step's effect is applied returns the
 // same step (or a Wait while the change is pending).
 func (r *Reconfig) Next(st Status) ReconfigStep {
-	if len(r.Target) == 0 {
-		return ReconfigStep{Kind: ReconfigWait, Waiting: "empty target"}
+	if why := checkTarget(r.Target); why != "" {
+		return ReconfigStep{Kind: ReconfigWait, Waiting: why}
 	}
 	if st.State != etcdraft.StateLeader {
 		return ReconfigStep{Kind: ReconfigWait, Waiting: "not the leader"}
@@ -210,6 +210,25 @@ func (r *Reconfig) phaseOf(voters, learners, target map[uint64]bool) ReconfigPha
 		}
 	}
 	return PhaseCatchingUp
+}
+
+// checkTarget says what is wrong with a target (the controller refuses such a move; the
+// planner never acts on one).
+func checkTarget(target []uint64) string {
+	if len(target) == 0 {
+		return "empty target"
+	}
+	seen := map[uint64]bool{}
+	for _, id := range target {
+		if id == 0 {
+			return "invalid target: replica id 0"
+		}
+		if seen[id] {
+			return fmt.Sprintf("invalid target: replica %d twice", id)
+		}
+		seen[id] = true
+	}
+	return ""
 }
 
 func propose(ph ReconfigPhase, lag map[uint64]uint64, cc *pb.ConfChangeV2) ReconfigStep {

@@ -46,8 +46,11 @@ func TestReconfigWaitsOffLeaderAndWhilePending(t *testing.T) {
 	if s := r.Next(st); s.Kind != ReconfigWait || s.Phase != PhaseAddingLearners {
 		t.Fatalf("pending: %+v", s)
 	}
-	if s := (&Reconfig{}).Next(leaderStatus(1, []uint64{1}, nil, nil, 1, nil)); s.Kind != ReconfigWait {
-		t.Fatalf("empty target: %+v", s)
+	for _, target := range [][]uint64{nil, {1, 0}, {2, 3, 2}} {
+		r := &Reconfig{Target: target}
+		if s := r.Next(leaderStatus(1, []uint64{1}, nil, nil, 1, nil)); s.Kind != ReconfigWait || s.Change != nil || s.Waiting == "" {
+			t.Fatalf("bad target %v: %+v", target, s)
+		}
 	}
 }
 

@@ -212,6 +212,7 @@ func (h *Host) tickOnce() {
 		lastLens[p] = len(l)
 	}
 	h.sendHeartbeats(lists)
+	h.releaseLearnerApps()
 	h.tickNo.Add(1)
 	h.ticks.Add(1)
 }

@@ -136,6 +136,12 @@ func init() {
 		first, _ := s.ls[id].FirstIndex()
 		return fmt.Sprintf("%d: log starts at %d", id, first)
 	}
+	// pacing [H...]: each host's learner pacer: bytes to learners sent at once and after
+	// waiting, and what waits now.
+	scriptCommands["pacing"] = eachHost(func(s *script, id uint64) string {
+		sent, delayed, msgs, bytes := s.d.Host(id).LearnerPacing()
+		return fmt.Sprintf("%d: sent=%d delayed=%d held=%d (%d bytes)", id, sent, delayed, msgs, bytes)
+	})
 	// joinable H: whether a replica added later could rebuild the configuration from H's log.
 	scriptCommands["joinable"] = func(s *script, td *datadriven.TestData) string {
 		id := s.d.HostArg(td)

@@ -34,6 +34,10 @@ type script struct {
 	joiners map[uint64]bool
 	// atZero: the bootstrap configuration is in force at index 0 (an earlier release's).
 	atZero bool
+	// learnerRate is every host's LearnerRate (0: unpaced).
+	learnerRate int64
+	// maxMsg is every host's MaxSizePerMsg (0: raft's default).
+	maxMsg uint64
 	// reconfigs are the planners, by the host that drives them (a new leader, a new one).
 	reconfigs map[uint64]*raft.Reconfig
 	// flushDelay is the write-caching policy's hold (0: strict, every append flushed at once).
@@ -47,7 +51,8 @@ type script struct {
 
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
 var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
-	// add-hosts N [voters=1,2,3] [join=4,5] [bootstrap-at-zero] [write-caching=DURATION]
+	// add-hosts N [voters=1,2,3] [join=4,5] [bootstrap-at-zero] [learner-rate=BYTES/S]
+	// [max-msg=BYTES] [write-caching=DURATION]
 	// [share-visible=BOOL] [show-visible]: a new scenario of N hosts (voters: all); join
 	// hosts start their replica with no bootstrap (they join when added); with
 	// bootstrap-at-zero the others bootstrap as an earlier release did (the configuration
@@ -81,6 +86,16 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		if td.HasArg("share-visible") {
 			td.ScanArgs(s.t, "share-visible", &s.shareVisible)
 			mode += fmt.Sprintf(", share-visible=%v", s.shareVisible)
+		}
+		s.learnerRate = 0
+		if td.HasArg("learner-rate") {
+			td.ScanArgs(s.t, "learner-rate", &s.learnerRate)
+			mode += fmt.Sprintf(", learners paced at %d B/s", s.learnerRate)
+		}
+		s.maxMsg = 0
+		if td.HasArg("max-msg") {
+			td.ScanArgs(s.t, "max-msg", &s.maxMsg)
+			mode += fmt.Sprintf(", messages of at most %d bytes", s.maxMsg)
 		}
 		s.reset(n, voters, delay)
 		s.d.ShowVisible(td.HasArg("show-visible"))
@@ -231,7 +246,13 @@ func eachHost(f func(s *script, id uint64) string) func(*script, *datadriven.Tes
 // of the group on a log of its own.
 func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 	s.close()
-	s.d = rafttest.New(s.t, n)
+	rate, maxMsg := s.learnerRate, s.maxMsg
+	s.d = rafttest.New(s.t, n, func(o *raft.HostOptions) {
+		if rate > 0 {
+			o.LearnerRate = func() int64 { return rate }
+		}
+		o.MaxSizePerMsg = maxMsg
+	})
 	s.voters, s.flushDelay = voters, flushDelay
 	if s.voters == nil {
 		s.voters = s.d.IDs()

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -229,4 +231,125 @@ func TestMoveCancelledWhileALearnerCatchesUp(t *testing.T) {
 	acked := load.stop()
 	got := consumeAll(t, bs[0], "mvc", 1, len(acked))
 	checkAckedReadable(t, acked, got)
+}
+
+// controllerLeader returns the id Metadata names as the controller, as b answers it.
+func controllerLeader(t *testing.T, b *Broker) int32 {
+	t.Helper()
+	var id int32 = -1
+	waitFor(t, 30*time.Second, func() bool {
+		md, err := b.Admin(t).BrokerMetadata(ctxFor(t, 10*time.Second))
+		if err == nil {
+			id = md.Controller
+		}
+		return id > 0
+	})
+	return id
+}
+
+func TestMoveSurvivesKillingTheControllerLeaderAndALearner(t *testing.T) {
+	bs := startCluster(t, 5)
+	cl := bs[0].Client(t)
+	createOnReplicas(t, cl, "mvq", []int32{1, 2, 3}, nil)
+	adm := kadm.NewClient(cl)
+	load := startLoad(t, loadClient(t, bs[0]), "mvq")
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 2000 })
+
+	// The controller records the move, the point of no cancel and the completion: its
+	// leader dies as the move starts, and broker 5, one of the learners, with it (or just
+	// after). The move needs both learners caught up, so it waits for broker 5 to be back,
+	// and every step it takes goes through whichever broker leads the controller then.
+	ctl := controllerLeader(t, bs[1])
+	moveTo(t, adm, "mvq", []int32{3, 4, 5})
+	bs[ctl-1].Kill9()
+	if ctl != 5 {
+		bs[4].Kill9()
+	}
+	if r, ok := moving(t, kadm.NewClient(bs[1].Client(t)), "mvq"); ok {
+		t.Logf("with brokers %d and 5 down: replicas %v adding %v removing %v", ctl, r.Replicas, r.AddingReplicas, r.RemovingReplicas)
+	}
+	for _, id := range []int32{ctl, 5} {
+		if !bs[id-1].Running() {
+			if err := bs[id-1].Launch(context.Background()); err != nil {
+				t.Fatalf("restarting broker %d: %v", id, err)
+			}
+		}
+	}
+	waitMoved(t, kadm.NewClient(bs[2].Client(t)), "mvq", []int32{3, 4, 5}, 90*time.Second)
+	acked := load.stop()
+	got := consumeAll(t, bs[2], "mvq", 1, len(acked))
+	checkAckedReadable(t, acked, got)
+}
+
+func TestReplicationFactorChangeIsAMove(t *testing.T) {
+	bs := startCluster(t, 5)
+	cl := bs[0].Client(t)
+	createOnReplicas(t, cl, "rf", []int32{1, 2, 3}, nil)
+	adm := kadm.NewClient(cl)
+	load := startLoad(t, loadClient(t, bs[0]), "rf")
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 1000 })
+
+	moveTo(t, adm, "rf", []int32{1, 2, 3, 4, 5}) // RF 3 -> 5
+	waitMoved(t, adm, "rf", []int32{1, 2, 3, 4, 5}, 90*time.Second)
+	n := load.log.count()
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= n+500 })
+	moveTo(t, adm, "rf", []int32{4}) // RF 5 -> 1, on a broker that joined in the first move
+	waitMoved(t, adm, "rf", []int32{4}, 90*time.Second)
+	n = load.log.count()
+	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= n+500 })
+	acked := load.stop()
+	for _, b := range []*Broker{bs[0], bs[1], bs[2], bs[4]} {
+		replicaGone(t, b, "rf")
+	}
+	got := consumeAll(t, bs[3], "rf", 1, len(acked))
+	checkAckedReadable(t, acked, got)
+}
+
+// TestLearnerRecoveryRateBoundsACatchUp: with learner.recovery.rate at 1 KiB/s a new
+// replica cannot take a 4 MB log, so the move stays catching up, every broker reports its
+// phase and the bytes left; with the bound lifted (0) it completes.
+func TestLearnerRecoveryRateBoundsACatchUp(t *testing.T) {
+	bs := startCluster(t, 4)
+	cl := bs[0].Client(t, kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	createOnReplicas(t, cl, "paced", []int32{1, 2, 3}, nil)
+	adm := kadm.NewClient(cl)
+	var recs []*kgo.Record
+	for range 1000 {
+		value := make([]byte, 4096)
+		rand.Read(value) // incompressible: the log holds 4 MB
+		recs = append(recs, &kgo.Record{Topic: "paced", Value: value})
+	}
+	if err := cl.ProduceSync(ctxFor(t, 60*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	setCluster(t, adm, "learner.recovery.rate", "1024")
+	moveTo(t, adm, "paced", []int32{1, 2, 4})
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last listed: %s", last)
+		}
+	}()
+	waitFor(t, 30*time.Second, func() bool {
+		code, body := adminRequest(t, bs[3], "GET", "/v1/partitions/reconfigurations", "")
+		var got []struct {
+			Phase     string `json:"phase"`
+			BytesLeft int64  `json:"bytes_left"`
+		}
+		if code != 200 || json.Unmarshal([]byte(body), &got) != nil {
+			t.Fatalf("GET /v1/partitions/reconfigurations: %d %s", code, body)
+		}
+		last = body
+		return len(got) == 1 && got[0].Phase == "catching_up" && got[0].BytesLeft > 1<<20
+	})
+	if _, still := moving(t, adm, "paced"); !still {
+		t.Fatal("the move completed under a 1 KiB/s bound")
+	}
+	setCluster(t, adm, "learner.recovery.rate", "0")
+	waitMoved(t, adm, "paced", []int32{1, 2, 4}, 60*time.Second)
+	got := consumeFrom(t, func(o ...kgo.Opt) *kgo.Client { return bs[3].Client(t, o...) }, "paced",
+		map[int32]kgo.Offset{0: kgo.NewOffset().AtStart()}, len(recs), 60*time.Second)
+	if len(got) != len(recs) {
+		t.Fatalf("read %d records from the moved partition, want %d", len(got), len(recs))
+	}
 }

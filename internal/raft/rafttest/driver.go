@@ -58,14 +58,19 @@ type envelope struct {
 	b        *raft.Batch
 }
 
-// New builds n driven hosts, ids 1 to n, with raft's default options, on a new Clock.
-func New(t testing.TB, n int) *Driver {
+// New builds n driven hosts, ids 1 to n, with raft's default options (which each of
+// options may change), on a new Clock.
+func New(t testing.TB, n int, options ...func(*raft.HostOptions)) *Driver {
 	d := &Driver{t: t, clock: NewClock(), hosts: map[uint64]*raft.DrivenHost{},
 		cut: map[uint64]bool{}, held: map[uint64]bool{}, sent: map[link]LinkTraffic{}}
 	for i := 1; i <= n; i++ {
 		id := uint64(i)
 		d.ids = append(d.ids, id)
-		d.hosts[id] = raft.NewDrivenHost(raft.HostOptions{NodeID: id, Transport: sender{d, id}}, d.clock)
+		opts := raft.HostOptions{NodeID: id, Transport: sender{d, id}}
+		for _, o := range options {
+			o(&opts)
+		}
+		d.hosts[id] = raft.NewDrivenHost(opts, d.clock)
 	}
 	return d
 }
