@@ -197,7 +197,7 @@ racks() {
 move() {
 	go build -o "$WORK/benchmove" ./test/benchmove || exit 1
 	"$WORK/benchmove" --binary "$B" --data-dir "$WORK/move" --out "$OUT" --log-dir "$OUT/move-logs" \
-		--size "${MOVE_SIZE:-2GiB}" --rate-property "${MOVE_RATE_PROPERTY:-learner.recovery.rate}" \
+		--size "${MOVE_SIZE:-2GiB}" --rate-property "${MOVE_RATE_PROPERTY:-learner.recovery.rate}" ${MOVE_RATE_BOUND:+--rate-bound "$MOVE_RATE_BOUND"} \
 		2>"$OUT/move.log" || { tail -20 "$OUT/move.log" >&2; exit 1; }
 }
 

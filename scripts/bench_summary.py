@@ -116,7 +116,10 @@ if move is not None:
         if m.get("bound") is not None and move.get("rate_property"):
             bound = f", {move['rate_property']}={m['bound']}" + (" (default)" if m.get("bound_is_default") else "")
         ratio = f", ÷ disk {m['mb_per_s'] / disk:.2f}" if disk else ""
-        print(f"move {m['From']} → {m['To']}{bound}: {m['seconds']:.1f} s (copied in {m['copied_seconds']:.1f} s), "
+        copy = f", {m['copy_mb_per_s']:.1f} MB/s" if "copy_mb_per_s" in m else ""
+        if bound and m.get("bound") not in ("", "0"):
+            copy += f" against a bound of {int(m['bound']) / 1e6:.1f} MB/s"
+        print(f"move {m['From']} → {m['To']}{bound}: {m['seconds']:.1f} s (copied in {m['copied_seconds']:.1f} s{copy}), "
               f"{m['mb_per_s']:.1f} MB/s{ratio}")
         loadavg = m.get("loadavg_1m", [None, None])
         for i, (label, name) in enumerate((("during the move", m["load_file"]), ("without a move ", m["base_file"]))):

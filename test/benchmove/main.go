@@ -10,8 +10,8 @@
 // runs the same load for the same time without a move, and measures the disk again. With
 // --rate-property NAME (the cluster property bounding a learner's catch-up), where the
 // brokers have it, the first move runs with NAME=0 (unbounded), and the partition then
-// moves back to 1,2,3 (broker 3 copies the whole log again) with NAME at its default,
-// under the same load.
+// moves back to 1,2,3 (broker 3 copies the whole log again) with NAME at its default (or
+// --rate-bound), under the same load.
 //
 // It owns the run's order and timing only: the brokers' lifecycle is test/harness's, the
 // load and the disk figures are `cairn bench`'s (their JSON goes to --out as they print it),
@@ -39,7 +39,7 @@ type options struct {
 	size                         int64
 	rate                         int
 	diskDuration, maxMove        time.Duration
-	rateProperty                 string
+	rateProperty, rateBound      string
 }
 
 func main() {
@@ -55,7 +55,8 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 20000, "records per second (1 KiB each) the load producer offers during and without the move")
 	flag.DurationVar(&o.diskDuration, "disk-duration", 15*time.Second, "length of each `cairn bench disk` run")
 	flag.DurationVar(&o.maxMove, "max-move", 10*time.Minute, "give up on a move that takes longer")
-	flag.StringVar(&o.rateProperty, "rate-property", "", "cluster property bounding a learner's catch-up: the first move runs with it 0, a second at its default")
+	flag.StringVar(&o.rateProperty, "rate-property", "", "cluster property bounding a learner's catch-up: the first move runs with it 0, a second at --rate-bound")
+	flag.StringVar(&o.rateBound, "rate-bound", "", "the rate property's value for the second move (default: the property's default)")
 	flag.Parse()
 	var err error
 	if o.size, err = parseSize(size); err != nil {

@@ -37,6 +37,9 @@ type moveResult struct {
 	CopiedSeconds float64 `json:"copied_seconds"`
 	Bytes         int64   `json:"bytes"`
 	MBPerS        float64 `json:"mb_per_s"`
+	// CopyMBPerS is Bytes over CopiedSeconds: the catch-up's own rate, to set against the
+	// learner catch-up bound.
+	CopyMBPerS float64 `json:"copy_mb_per_s"`
 	// LoadFile and BaseFile are the `bench produce --json` summaries during the move and
 	// during the same time without one.
 	LoadFile string `json:"load_file"`
@@ -87,9 +90,10 @@ func (r *runner) measure(ctx context.Context) error {
 }
 
 // measureBounded moves the partition back to 1,2,3 (broker 3 now copies the whole log)
-// with the rate property at its default, under the same load, then runs the load alone.
+// with the rate property at its default (or --rate-bound), under the same load, then runs
+// the load alone.
 func (r *runner) measureBounded(ctx context.Context) error {
-	if err := r.setRate(ctx, ""); err != nil {
+	if err := r.setRate(ctx, r.o.rateBound); err != nil {
 		return err
 	}
 	if err := r.move(ctx, []int32{1, 2, 4}, []int32{1, 2, 3}, "move-bounded"); err != nil {
@@ -319,6 +323,7 @@ func (r *runner) move(ctx context.Context, from, to []int32, name string) error 
 	res.LoadAvg[1] = loadAvg()
 	res.Bytes = r.o.size
 	res.MBPerS = float64(res.Bytes) / 1e6 / res.Seconds
+	res.CopyMBPerS = float64(res.Bytes) / 1e6 / res.CopiedSeconds
 	res.LoadFile, res.BaseFile = loadFile, baseFile
 	r.Moves = append(r.Moves, res)
 	logf("moved %s/0 %v → %v: %.1f s (%.1f s to copy), %.1f MB/s", movedTopic, from, to, res.Seconds, res.CopiedSeconds, res.MBPerS)
