@@ -20,7 +20,7 @@
 #           1,2,4 under a 20 MB/s acks=all producer on another topic (RF=3 on 1,2,3), then
 #           the same load as long without a move; where the broker has $MOVE_RATE_PROPERTY
 #           (the learner catch-up bound), the first move runs unbounded (0) and a second,
-#           back to 1,2,3, at the property's default.
+#           back to 1,2,3, at the property's default (or $MOVE_RATE_BOUND bytes/s).
 # Usage: scripts/bench.sh [single|cluster|racks|move|all]   (results, JSON and profiles in $OUT)
 # CAIRN_BIN=path measures that binary instead of building this tree.
 # Ports 31092-31644 and 41092-43644 on 127.0.0.1 must be free (move picks free ones); data
