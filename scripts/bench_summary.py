@@ -121,6 +121,9 @@ if move is not None:
             copy += f" against a bound of {int(m['bound']) / 1e6:.1f} MB/s"
         print(f"move {m['From']} → {m['To']}{bound}: {m['seconds']:.1f} s (copied in {m['copied_seconds']:.1f} s{copy}), "
               f"{m['mb_per_s']:.1f} MB/s{ratio}")
+        if "added_disk_bytes" in m:
+            print(f"  the added replica: log start {m['added_log_start']}, {m['added_disk_bytes'] / 2**30:.2f} GiB on disk "
+                  f"(the first old replica: {m.get('leader_disk_bytes', 0) / 2**30:.2f} GiB)")
         loadavg = m.get("loadavg_1m", [None, None])
         for i, (label, name) in enumerate((("during the move", m["load_file"]), ("without a move ", m["base_file"]))):
             run = load(name[:-len(".json")])

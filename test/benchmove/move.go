@@ -40,6 +40,14 @@ type moveResult struct {
 	// CopyMBPerS is Bytes over CopiedSeconds: the catch-up's own rate, to set against the
 	// learner catch-up bound.
 	CopyMBPerS float64 `json:"copy_mb_per_s"`
+	// AddedLogStart and AddedDiskBytes are the added replica's log start offset and the
+	// bytes in its partition folder once the move is done: a whole-log copy starts at 0
+	// and holds about Bytes.
+	AddedLogStart  int64 `json:"added_log_start"`
+	AddedDiskBytes int64 `json:"added_disk_bytes"`
+	// LeaderDiskBytes is the same folder's size on the first replica of From (the leader
+	// the partition was created with) at the call.
+	LeaderDiskBytes int64 `json:"leader_disk_bytes"`
 	// LoadFile and BaseFile are the `bench produce --json` summaries during the move and
 	// during the same time without one.
 	LoadFile string `json:"load_file"`
@@ -201,6 +209,9 @@ func (r *runner) fill(ctx context.Context) error {
 	start := time.Now()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(r.cl.bs[0].KafkaAddr), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		// Every record holds the same bytes, which franz-go's default compression would
+		// shrink to a few percent: the log must hold o.size bytes on disk.
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.MaxBufferedBytes(64<<20), kgo.RecordDeliveryTimeout(2*time.Minute))
 	if err != nil {
 		return err
@@ -344,6 +355,9 @@ func (r *runner) moveAndWait(ctx context.Context, from, to []int32) (moveResult,
 	if err != nil {
 		return res, err
 	}
+	if res.LeaderDiskBytes, err = partitionBytes(r.cl.bs[from[0]-1].DataDir, movedTopic, 0); err != nil {
+		return res, err
+	}
 	start := time.Now()
 	var req kadm.AlterPartitionAssignmentsReq
 	req.Assign(movedTopic, 0, to)
@@ -370,7 +384,13 @@ func (r *runner) moveAndWait(ctx context.Context, from, to []int32) (moveResult,
 			if res.CopiedSeconds == 0 {
 				res.CopiedSeconds = res.Seconds
 			}
-			return res, nil
+			st, err := r.cl.bs[added-1].PartitionStatus(ctx, movedTopic, 0)
+			if err != nil {
+				return res, fmt.Errorf("the added replica on broker %d: %w", added, err)
+			}
+			res.AddedLogStart = st.LogStart
+			res.AddedDiskBytes, err = partitionBytes(r.cl.bs[added-1].DataDir, movedTopic, 0)
+			return res, err
 		}
 		last = state
 		if time.Now().After(deadline) {
@@ -406,6 +426,27 @@ func (r *runner) moved(ctx context.Context, want []int32) (bool, string) {
 	slices.Sort(got)
 	slices.Sort(w)
 	return slices.Equal(got, w), fmt.Sprintf("metadata replicas %v", p.Replicas)
+}
+
+// partitionBytes sums the sizes of the files in a broker's folder of topic's partition
+// (internal/broker names it topics/<topic>-<partition>-<topic id>).
+func partitionBytes(dataDir, topic string, partition int) (int64, error) {
+	dirs, err := filepath.Glob(filepath.Join(dataDir, "topics", fmt.Sprintf("%s-%d-*", topic, partition)))
+	if err != nil || len(dirs) != 1 {
+		return 0, fmt.Errorf("%s/%d in %s: folders %v, %v", topic, partition, dataDir, dirs, err)
+	}
+	var n int64
+	err = filepath.WalkDir(dirs[0], func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	return n, err
 }
 
 // loadRun is one `cairn bench produce` process.
