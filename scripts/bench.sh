@@ -15,9 +15,17 @@
 #           latency only with 0.2 ms in a rack and 2 ms across, with r1-r2 at 0.2 ms and r3
 #           2 ms away, and on five brokers r1,r1,r2,r2,r3 (RF=5). The proxies' measured delay
 #           goes to racks-proxy-delay.txt.
-# Usage: scripts/bench.sh [single|cluster|racks|all]   (results, JSON and profiles in $OUT)
+#   move    (not in all; test/benchmove; 24 minutes at 2 GiB here) four brokers: fill one
+#           partition on 1,2,3 with $MOVE_SIZE bytes (default 2GiB), `bench disk` runs
+#           before, between and after the moves; move it to
+#           1,2,4 under a 20 MB/s acks=all producer on another topic (RF=3 on 1,2,3), then
+#           the same load as long without a move; where the broker has $MOVE_RATE_PROPERTY
+#           (the learner catch-up bound), the first move runs unbounded (0) and a second,
+#           back to 1,2,3, at the property's default (or $MOVE_RATE_BOUND bytes/s).
+# Usage: scripts/bench.sh [single|cluster|racks|move|all]   (results, JSON and profiles in $OUT)
 # CAIRN_BIN=path measures that binary instead of building this tree.
-# Ports 31092-31644 and 41092-43644 on 127.0.0.1 must be free; data goes under $WORK.
+# Ports 31092-31644 and 41092-43644 on 127.0.0.1 must be free (move picks free ones); data
+# goes under $WORK.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WORK=${WORK:-/tmp/cairn-bench}
@@ -186,11 +194,20 @@ racks() {
 	racks_layout five r1,r1,r2,r2,r3 5 0 --delay-in 200us --delay-cross 2ms
 }
 
+# move runs test/benchmove, which starts and stops its own brokers and removes their data.
+move() {
+	go build -o "$WORK/benchmove" ./test/benchmove || exit 1
+	"$WORK/benchmove" --binary "$B" --data-dir "$WORK/move" --out "$OUT" --log-dir "$OUT/move-logs" \
+		--size "${MOVE_SIZE:-2GiB}" --rate-property "${MOVE_RATE_PROPERTY:-learner.recovery.rate}" ${MOVE_RATE_BOUND:+--rate-bound "$MOVE_RATE_BOUND"} \
+		2>"$OUT/move.log" || { tail -20 "$OUT/move.log" >&2; exit 1; }
+}
+
 case ${1:-all} in
 single) single ;;
 cluster) cluster ;;
 racks) racks ;;
+move) move ;;
 all) single; cluster ;;
-*) echo "usage: $0 [single|cluster|racks|all]" >&2; exit 2 ;;
+*) echo "usage: $0 [single|cluster|racks|move|all]" >&2; exit 2 ;;
 esac
 /usr/bin/python3 scripts/bench_summary.py "$OUT"

@@ -100,3 +100,34 @@ for layout in ("flat", "delay", "asym", "five"):
         if run is not None:
             print(f"racks {layout:5} min.insync.racks={k}: send→ack p50 {run['p50_ms']:.2f} ms, p99 {run['p99_ms']:.2f} ms, "
                   f"{run['mb_per_s']:.1f} MB/s, errors {run['errors']}")
+
+# A partition move under load (scripts/bench.sh move, test/benchmove): the move's time as a
+# ratio of the fdatasync bandwidth measured before and after, and the load's latency during
+# the move against the same load as long without one.
+move = load("move")
+if move is not None:
+    disks = [load(name[:-len(".json")]) for name in move["disk_files"]]
+    disks = [d["mb_per_s"] for d in disks if d is not None]
+    disk = statistics.mean(disks) if disks else None
+    print(f"move: {move['size_bytes'] / 2**30:.2f} GiB, disk fdatasync {', '.join(f'{d:.1f}' for d in disks)} MB/s"
+          + (f" (mean {disk:.1f})" if disk else ""))
+    for m in move["moves"]:
+        bound = ""
+        if m.get("bound") is not None and move.get("rate_property"):
+            bound = f", {move['rate_property']}={m['bound']}" + (" (default)" if m.get("bound_is_default") else "")
+        ratio = f", ÷ disk {m['mb_per_s'] / disk:.2f}" if disk else ""
+        copy = f", {m['copy_mb_per_s']:.1f} MB/s" if "copy_mb_per_s" in m else ""
+        if bound and m.get("bound") not in ("", "0"):
+            copy += f" against a bound of {int(m['bound']) / 1e6:.1f} MB/s"
+        print(f"move {m['From']} → {m['To']}{bound}: {m['seconds']:.1f} s (copied in {m['copied_seconds']:.1f} s{copy}), "
+              f"{m['mb_per_s']:.1f} MB/s{ratio}")
+        if "added_disk_bytes" in m:
+            print(f"  the added replica: log start {m['added_log_start']}, {m['added_disk_bytes'] / 2**30:.2f} GiB on disk "
+                  f"(the first old replica: {m.get('leader_disk_bytes', 0) / 2**30:.2f} GiB)")
+        loadavg = m.get("loadavg_1m", [None, None])
+        for i, (label, name) in enumerate((("during the move", m["load_file"]), ("without a move ", m["base_file"]))):
+            run = load(name[:-len(".json")])
+            if run is not None:
+                la = f", load average {loadavg[i]:.1f}" if loadavg[i] else ""
+                print(f"  load {label}: {run['mb_per_s']:.1f} MB/s over {run['duration_s']:.1f} s, send→ack p50 "
+                      f"{run['p50_ms']:.1f} ms, p99 {run['p99_ms']:.1f} ms, max {run['max_ms']:.1f} ms, errors {run['errors']}{la}")
