@@ -115,6 +115,23 @@ func createReplicatedTopic(t testing.TB, adm *kadm.Client, name string, partitio
 	}
 }
 
+// allInSync reports whether every partition of topic has a leader among bs that reports
+// an ISR of n replicas.
+func allInSync(bs []*Broker, topic string, parts int32, n int) bool {
+	for p := int32(0); p < parts; p++ {
+		ok := false
+		for _, b := range bs {
+			if st, found := adminPartition(b, topic, p); found && st.IsLeader && len(st.ISR) == n {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // adminPartition reads a broker's admin view of one partition (ok=false: no replica
 // there, or no answer within 5 s).
 func adminPartition(b *Broker, topic string, p int32) (PartitionStatus, bool) {
@@ -477,20 +494,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	prod, log, stopLoop := producing(t, bs, topic, true)
 
 	// inSync: every partition's leader reports all three replicas in sync.
-	inSync := func() bool {
-		for p := int32(0); p < parts; p++ {
-			ok := false
-			for _, b := range bs {
-				if st, found := adminPartition(b, topic, p); found && st.IsLeader && len(st.ISR) == 3 {
-					ok = true
-				}
-			}
-			if !ok {
-				return false
-			}
-		}
-		return true
-	}
+	inSync := func() bool { return allInSync(bs, topic, parts, 3) }
 	for _, b := range bs {
 		target := log.count() + 300
 		waitFor(t, 60*time.Second, func() bool { return log.count() >= target })

@@ -295,20 +295,7 @@ func TestMaintenanceDrainAndRollingRestart(t *testing.T) {
 	createReplicatedTopic(t, bs[0].Admin(t), topic, parts, 3)
 	prod, log, stopLoop := producing(t, bs, topic, true)
 
-	inSync := func() bool {
-		for p := int32(0); p < parts; p++ {
-			ok := false
-			for _, b := range bs {
-				if st, found := adminPartition(b, topic, p); found && st.IsLeader && len(st.ISR) == 3 {
-					ok = true
-				}
-			}
-			if !ok {
-				return false
-			}
-		}
-		return true
-	}
+	inSync := func() bool { return allInSync(bs, topic, parts, 3) }
 	progress := func(n int) {
 		target := log.count() + n
 		waitFor(t, 60*time.Second, func() bool { return log.count() >= target })
