@@ -146,7 +146,7 @@ func (b *Broker) driveMove(r *replica, m controller.PartitionReassignment) {
 		return
 	}
 	step := run.rc.Next(st)
-	b.noteProgress(r, run, step, st)
+	b.noteProgress(r, run, step, st, m)
 	what := describeStep(step)
 	if what == run.lastWhat && time.Since(run.lastAt) < moveRetry {
 		return // that step was taken a moment ago: give raft time to apply it
@@ -204,8 +204,8 @@ func (b *Broker) refuseUnjoinable(r *replica, m controller.PartitionReassignment
 }
 
 // noteProgress records the step for MoveProgress.
-func (b *Broker) noteProgress(r *replica, run *moveRun, step raft.ReconfigStep, st raft.Status) {
-	pr := MoveProgress{Phase: strings.ReplaceAll(step.Phase.String(), "-", "_"), Waiting: step.Waiting, Updated: time.Now()}
+func (b *Broker) noteProgress(r *replica, run *moveRun, step raft.ReconfigStep, st raft.Status, m controller.PartitionReassignment) {
+	pr := MoveProgress{Phase: movePhase(step.Phase, m), Waiting: step.Waiting, Updated: time.Now()}
 	size := r.p.SizeBytes()
 	var worst uint64
 	for _, lag := range step.Lag {
@@ -220,6 +220,18 @@ func (b *Broker) noteProgress(r *replica, run *moveRun, step raft.ReconfigStep, 
 	b.moves.mu.Lock()
 	run.progress = pr
 	b.moves.mu.Unlock()
+}
+
+// movePhase names the phase a move reports. The planner plans the step out of the joint
+// configuration as "leaving" as soon as the group is in it, but until the controller holds
+// MarkReassignmentFinal the move is still cancellable, which is what "joint" tells an
+// operator (docs/operations.md): "leaving" is reported only once a cancel is refused, or
+// for a cancelled move on its way back, which records nothing before it leaves.
+func movePhase(ph raft.ReconfigPhase, m controller.PartitionReassignment) string {
+	if ph == raft.PhaseLeaving && !m.Final && !m.Cancelled {
+		ph = raft.PhaseJoint
+	}
+	return strings.ReplaceAll(ph.String(), "-", "_")
 }
 
 // moveProgress returns what this broker knows of the move of group g, if it drives it.

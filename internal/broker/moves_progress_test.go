@@ -3,6 +3,9 @@ package broker
 import (
 	"reflect"
 	"testing"
+
+	"github.com/cairn-io/cairn/internal/controller"
+	"github.com/cairn-io/cairn/internal/raft"
 )
 
 func TestMoveProgressRoundTrip(t *testing.T) {
@@ -37,4 +40,30 @@ func FuzzDecodeMoveProgress(f *testing.F) {
 			t.Fatalf("re-encoding %+v: %v %+v", list, err, again)
 		}
 	})
+}
+
+// TestMovePhaseSaysJointUntilFinal: the planner's step out of the joint configuration is
+// reported as "joint" while a cancel would still be accepted, and as "leaving" only once
+// the controller holds Final (or the move was cancelled and goes back without a record).
+func TestMovePhaseSaysJointUntilFinal(t *testing.T) {
+	mv := func(final, cancelled bool) controller.PartitionReassignment {
+		return controller.PartitionReassignment{Reassignment: controller.Reassignment{Final: final, Cancelled: cancelled}}
+	}
+	for _, c := range []struct {
+		ph               raft.ReconfigPhase
+		final, cancelled bool
+		want             string
+	}{
+		{raft.PhaseCatchingUp, false, false, "catching_up"},
+		{raft.PhaseJoint, false, false, "joint"},
+		{raft.PhaseLeaving, false, false, "joint"},
+		{raft.PhaseLeaving, true, false, "leaving"},
+		{raft.PhaseLeaving, false, true, "leaving"},
+		{raft.PhaseRemovingLearners, true, false, "removing_learners"},
+		{raft.PhaseAddingLearners, false, false, "adding_learners"},
+	} {
+		if got := movePhase(c.ph, mv(c.final, c.cancelled)); got != c.want {
+			t.Errorf("movePhase(%v, final=%v cancelled=%v) = %q, want %q", c.ph, c.final, c.cancelled, got, c.want)
+		}
+	}
 }
