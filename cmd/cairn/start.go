@@ -46,6 +46,7 @@ var startFlags = []struct{ flag, property, usage string }{
 func newStartCmd() *cobra.Command {
 	var configFile, logLevel string
 	var simulatePowerLoss bool
+	var testHoldMoves string
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Run a broker",
@@ -62,7 +63,7 @@ named by --config, keyed by flag name (for example "node-id: 1"). Flags win over
 			if err != nil {
 				return err
 			}
-			return runBroker(node, logLevel, simulatePowerLoss)
+			return runBroker(node, logLevel, simulatePowerLoss, testHoldMoves)
 		},
 	}
 	for _, f := range startFlags {
@@ -73,6 +74,11 @@ named by --config, keyed by flag name (for example "node-id: 1"). Flags win over
 	// Not a node property (no environment variable, no YAML key): a switch for fault-injection tests.
 	cmd.Flags().BoolVar(&simulatePowerLoss, "simulate-power-loss", false,
 		"for fault-injection tests only: keep every byte and directory entry that was not fsynced in memory, so a kill -9 loses what a power cut would")
+	// A test gate, hidden from users: the file it names holds partition moves in their joint
+	// configuration (internal/broker/moves_gate.go), so an end-to-end test can cancel there.
+	cmd.Flags().StringVar(&testHoldMoves, "test-hold-moves", "",
+		"for tests only: a file whose content (joint or final) holds every partition move in its joint configuration")
+	_ = cmd.Flags().MarkHidden("test-hold-moves")
 	return cmd
 }
 
@@ -127,7 +133,7 @@ func startValues(fs *pflag.FlagSet, configFile string) (map[string]string, error
 	return values, nil
 }
 
-func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool) error {
+func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, testHoldMoves string) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -150,10 +156,15 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool) 
 		}
 		fs = plfs
 	}
+	if testHoldMoves != "" {
+		lg.Warn("TEST GATE: partition moves may be held in their joint configuration; for tests only",
+			"test_hold_moves", testHoldMoves)
+	}
 	b, err := broker.New(broker.Config{
 		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
 		RPCAddr: node.RPCAddr, AdvertisedRPCAddr: node.AdvertisedRPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
 		DisableForwarding: !node.ProduceForwarding, FS: fs, ReplicaLagMax: time.Duration(node.ReplicaLagTimeMaxMs) * time.Millisecond,
+		TestHoldMoves: testHoldMoves,
 	})
 	if err != nil {
 		return err

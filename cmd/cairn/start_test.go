@@ -56,3 +56,12 @@ func TestStartValuesRejectsBadInput(t *testing.T) {
 		t.Fatal("a non-numeric node id was accepted")
 	}
 }
+
+// TestStartHidesTheMoveTestGate: --test-hold-moves exists for end-to-end tests only and
+// never shows in `cairn start --help`.
+func TestStartHidesTheMoveTestGate(t *testing.T) {
+	f := newStartCmd().Flags().Lookup("test-hold-moves")
+	if f == nil || !f.Hidden {
+		t.Fatalf("--test-hold-moves: %+v, want a hidden flag", f)
+	}
+}

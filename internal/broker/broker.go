@@ -67,6 +67,9 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms, the ISR's lag window of the partitions this
 	// broker leads; 0 is partition.DefaultReplicaLagMax.
 	ReplicaLagMax time.Duration
+	// TestHoldMoves is the file of the move test gate (moves_gate.go), "" for none: only
+	// `cairn start --test-hold-moves` sets it.
+	TestHoldMoves string
 }
 
 // rpcClusterName is the deployment name every broker presents in the rpc handshake (see

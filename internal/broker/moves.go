@@ -56,6 +56,7 @@ type moveRun struct {
 	lastAt   time.Time
 	lastWhat string
 	progress MoveProgress
+	held     bool // the test gate held it (moves_gate.go), logged once
 }
 
 // mover is the move driver of one broker.
@@ -147,6 +148,9 @@ func (b *Broker) driveMove(r *replica, m controller.PartitionReassignment) {
 	}
 	step := run.rc.Next(st)
 	b.noteProgress(r, run, step, st, m)
+	if b.heldMove(m, run, step) {
+		return
+	}
 	what := describeStep(step)
 	if what == run.lastWhat && time.Since(run.lastAt) < moveRetry {
 		return // that step was taken a moment ago: give raft time to apply it
