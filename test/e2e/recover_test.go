@@ -107,3 +107,57 @@ func TestForceRecoverFromOneSurvivingRack(t *testing.T) {
 	got = consumeAll(t, bs[3], "fr", 1, len(acked)+1)
 	checkAckedReadable(t, acked, got)
 }
+
+// TestForceRecoverRebuildsTheOtherSurvivors: a partition on five brokers loses three of
+// them. The recovery rebuilds it from the more up-to-date survivor, and the other survivor
+// drops what it held and copies the base's log as a learner of the new group: afterwards
+// both hold the same records, the partition takes writes at acks=all, and the dead take no
+// part when they come back.
+func TestForceRecoverRebuildsTheOtherSurvivors(t *testing.T) {
+	bs := startCluster(t, 7)
+	cl := bs[0].Client(t)
+	createOnReplicas(t, cl, "fr5", []int32{1, 2, 3, 4, 5}, nil)
+	prod := bs[5].Client(t, kgo.DefaultProduceTopic("fr5"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	for i := 0; i < 500; i++ {
+		prod.Produce(ctxFor(t, 30*time.Second), &kgo.Record{Value: []byte(fmt.Sprintf("v-%d", i))}, nil)
+	}
+	if err := prod.Flush(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs[2:5] {
+		b.Kill9()
+	}
+	var plan []recoveryPlan
+	waitFor(t, 60*time.Second, func() bool {
+		code, body := adminCall(t, bs[6], "GET", "/v1/partitions/majority_lost?dead_nodes=3,4,5")
+		plan = nil
+		return code == 200 && json.Unmarshal(body, &plan) == nil && len(plan) == 1 && plan[0].Problem == ""
+	})
+	r, code := clusterCLI(t, bs[6], "partitions", "force-recover", "--from-nodes", "3,4,5", "--yes")
+	if code != 0 || !strings.Contains(r.Stdout, fmt.Sprintf("fr5/0: rebuilding from broker %d", plan[0].Base)) {
+		t.Fatalf("force-recover: exit %d\n%s", code, r)
+	}
+	adm := kadm.NewClient(cl)
+	waitMoved(t, adm, "fr5", []int32{1, 2}, 60*time.Second)
+	if err := prod.ProduceSync(ctxFor(t, 30*time.Second), &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("producing after the recovery: %v", err)
+	}
+	// The other survivor copied the base's log: both end at the same committed offset.
+	var end int64
+	waitFor(t, 60*time.Second, func() bool {
+		s1, ok1 := adminPartition(bs[0], "fr5", 0)
+		s2, ok2 := adminPartition(bs[1], "fr5", 0)
+		end = s1.LogEnd
+		return ok1 && ok2 && s1.LogEnd == s2.LogEnd && s1.Committed == s1.LogEnd && s2.Committed == s2.LogEnd && (len(s1.ISR) == 2 || len(s2.ISR) == 2)
+	})
+	got := consumeAll(t, bs[6], "fr5", 1, int(end))
+	if int64(len(got)) != end || end < 501 || string(got[len(got)-1].Value) != "after" {
+		t.Fatalf("read %d records of %d, the last %q", len(got), end, got[len(got)-1].Value)
+	}
+	for _, b := range bs[2:5] {
+		b.Restart()
+	}
+	for _, b := range bs[2:5] {
+		replicaGone(t, b, "fr5")
+	}
+}
