@@ -24,10 +24,7 @@ import (
 // HTTP API (--admin-url); cluster properties and `leaders balance` go through Kafka
 // (kadm, --brokers), as any Kafka tool would. One file per sub-group: cluster_health.go,
 // cluster_brokers.go, cluster_config.go, cluster_partitions.go, cluster_maintenance.go,
-// cluster_leaders.go, cluster_decommission.go.
-//
-// Names reserved for commands still to come (not registered yet): `cluster partitions
-// force-recover`.
+// cluster_leaders.go, cluster_decommission.go, cluster_recover.go.
 
 const (
 	defaultAdminURL = "http://localhost:9644"

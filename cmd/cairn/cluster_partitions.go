@@ -36,13 +36,13 @@ func (r reconfiguration) name() string { return partitionRef{r.Topic, r.Partitio
 func newClusterPartitionsCmd(cf *clusterFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "partitions",
-		Short: "Move partitions to other brokers, follow and cancel moves",
+		Short: "Move partitions to other brokers, follow and cancel moves, force-recover a lost majority",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newPartitionsMoveCmd(cf), newPartitionsMoveStatusCmd(cf), newPartitionsMoveCancelCmd(cf))
+	cmd.AddCommand(newPartitionsMoveCmd(cf), newPartitionsMoveStatusCmd(cf), newPartitionsMoveCancelCmd(cf), newPartitionsForceRecoverCmd(cf))
 	return cmd
 }
 

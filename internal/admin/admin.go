@@ -249,6 +249,8 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/replicas", s.handleMoveReplicas)
 	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/cancel_reconfiguration", s.handleCancelMove)
 	s.mux.HandleFunc("GET /v1/partitions/reconfigurations", s.handleReconfigurations)
+	s.mux.HandleFunc("GET /v1/partitions/majority_lost", s.handleMajorityLost)
+	s.mux.HandleFunc("POST /v1/partitions/force_recover_from_nodes", s.handleForceRecover)
 	s.mux.HandleFunc("GET /v1/cluster/health_overview", s.handleHealthOverview)
 	s.mux.HandleFunc("GET /v1/cluster/leader_balancer", s.handleLeaderBalancer)
 	s.mux.HandleFunc("GET /v1/brokers", s.handleBrokers)

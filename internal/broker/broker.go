@@ -121,7 +121,9 @@ type Broker struct {
 	svc       atomic.Pointer[cluster.Service]
 	leaders   *leaderTable
 	fwd       *forwarder
-	moves     *mover
+	// stateQueries are this broker's questions to others about their replicas (recover.go).
+	stateQueries stateQueries
+	moves        *mover
 
 	// topics is the controller state's topics as of the last reconcile, by name: the
 	// request paths read it instead of copying topics out of the state on every request.
@@ -283,6 +285,8 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 			}
 		}, msgMoveProgress),
 		reg.Register(b.handleTransferLeader, msgTransferLeader),
+		reg.Register(b.handleReplicaStateRequest, msgReplicaStateRequest),
+		reg.Register(b.handleReplicaStateResponse, msgReplicaStateResponse),
 	)
 }
 

@@ -28,6 +28,7 @@ type replica struct {
 	replicas []int32
 	cfg      config.TopicConfig
 	racks    partition.Racks // the declared racks it was last given
+	dir      string
 }
 
 // partitionDir names a partition's folder by topic name, partition and topic id, so a topic
@@ -112,6 +113,14 @@ func (b *Broker) reconcile() error {
 			b.mu.RLock()
 			r := b.replicas[key]
 			b.mu.RUnlock()
+			if r != nil && p < len(t.Groups) && r.group != t.Groups[p] {
+				// The partition was force-recovered: the group this replica ran is gone.
+				b.mu.Lock()
+				delete(b.replicas, key)
+				b.mu.Unlock()
+				b.retireReplica(t, int32(p), r)
+				r = nil
+			}
 			if r != nil {
 				if r.cfg != cfg {
 					r.p.SetConfig(cfg)
@@ -162,7 +171,11 @@ func (b *Broker) reconcile() error {
 }
 
 func (b *Broker) openReplica(t controller.Topic, p int32, cfg config.TopicConfig, racks partition.Racks) (*replica, error) {
-	ls, err := raft.Open(storage.Options{FS: b.fs, Dir: b.partitionDir(t.Name, t.ID, p), SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
+	dir := b.replicaDir(t, p)
+	if err := b.rebuildFromBase(t, p, dir); err != nil {
+		return nil, err
+	}
+	ls, err := raft.Open(storage.Options{FS: b.fs, Dir: dir, SegmentBytes: cfg.SegmentBytes, SegmentMs: cfg.SegmentMs})
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +194,7 @@ func (b *Broker) openReplica(t controller.Topic, p int32, cfg config.TopicConfig
 		ls.Close()
 		return nil, err
 	}
-	return &replica{p: part, name: t.Name, group: t.Groups[p], replicas: reps, cfg: cfg, racks: racks}, nil
+	return &replica{p: part, name: t.Name, group: t.Groups[p], replicas: reps, cfg: cfg, racks: racks, dir: dir}, nil
 }
 
 // removeOrphans deletes partition folders that no local replica owns: what a crash left
@@ -194,8 +207,8 @@ func (b *Broker) removeOrphans() error {
 	}
 	owned := map[string]bool{}
 	b.mu.RLock()
-	for key, r := range b.replicas {
-		owned[filepath.Base(b.partitionDir(r.name, key.topic, key.partition))] = true
+	for _, r := range b.replicas {
+		owned[filepath.Base(r.dir)] = true
 	}
 	b.mu.RUnlock()
 	for _, n := range names {

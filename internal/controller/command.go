@@ -12,8 +12,8 @@ import (
 // Version is the encoding version of commands and snapshots. A decoder refuses a higher
 // version with ErrUnsupportedVersion: a replica that cannot understand a committed entry
 // must stop rather than skip it and diverge. Version 2 added the reassignment commands
-// (see sinceVersion); version 3 the decommission commands.
-const Version = 3
+// (see sinceVersion); version 3 the decommission commands; version 4 force recovery.
+const Version = 4
 
 // ErrUnsupportedVersion reports a command or snapshot of an encoding version this build
 // does not know.
@@ -153,6 +153,7 @@ var decoders = map[string]func() Command{
 	"decommission_broker":        func() Command { return &DecommissionBroker{} },
 	"recommission_broker":        func() Command { return &RecommissionBroker{} },
 	"mark_broker_decommissioned": func() Command { return &MarkBrokerDecommissioned{} },
+	"force_recover_partition":    func() Command { return &ForceRecoverPartition{} },
 }
 
 // sinceVersion is the encoding version that introduced each command newer than version 1.
@@ -169,6 +170,7 @@ var sinceVersion = map[string]int{
 	"decommission_broker":        3,
 	"recommission_broker":        3,
 	"mark_broker_decommissioned": 3,
+	"force_recover_partition":    4,
 }
 
 // envelope is the encoded form of a command: {"v":1,"op":"create_topic","body":{...}}.

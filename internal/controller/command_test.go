@@ -71,7 +71,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 		"null":             {`null`, ErrMalformed},
 		"no version":       {`{"op":"set_cluster_id","body":{}}`, ErrMalformed},
 		"negative version": {`{"v":-1,"op":"set_cluster_id","body":{}}`, ErrMalformed},
-		"future version":   {`{"v":4,"op":"set_cluster_id","body":{}}`, ErrUnsupportedVersion},
+		"future version":   {`{"v":5,"op":"set_cluster_id","body":{}}`, ErrUnsupportedVersion},
 		"v2 op in v1":      {`{"v":1,"op":"cancel_reassignment","body":{"topic":"t","partition":0}}`, ErrMalformed},
 		"removed op":       {`{"v":1,"op":"reassign_partition","body":{"topic":"t","partition":0,"replicas":[1]}}`, ErrMalformed},
 		"unknown op":       {`{"v":1,"op":"launch","body":{}}`, ErrMalformed},

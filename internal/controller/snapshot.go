@@ -13,8 +13,9 @@ import (
 // partitions in order, from 1), the same on every replica that decodes it. Commands are
 // unchanged and stay at Version. Version 3 added the partition moves (Topic.Reassigning and
 // Topic.Moved); a version-1 or -2 snapshot has none and must not carry them.
-// Version 4 added the brokers' membership (Broker.Membership, decommission).
-const SnapshotVersion = 4
+// Version 4 added the brokers' membership (Broker.Membership, decommission); version 5 the
+// partitions' force recoveries (Topic.Recovered).
+const SnapshotVersion = 5
 
 // snapshot is the encoded form of a whole State. Brokers are sorted by id and topics by
 // name, and map keys are written sorted, so equal states encode to equal bytes.
@@ -147,6 +148,12 @@ func DecodeSnapshot(b []byte) (*State, error) {
 			}
 		}
 		if e := checkMoves(s.brokers, &tp); e != nil {
+			return bad("%s", e.msg)
+		}
+		if snap.V < 5 && tp.Recovered != nil {
+			return bad("version %d snapshot with force recoveries", snap.V)
+		}
+		if e := checkRecoveries(&tp, max(snap.NextGroup, 1)); e != nil {
 			return bad("%s", e.msg)
 		}
 		if e := checkConfigKeys(tp.Configs, nil); e != nil {

@@ -92,8 +92,8 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		want error
 	}{
 		"garbage":              {"{", ErrMalformed},
-		"future version":       {corrupt(`"v":4`, `"v":9`), ErrUnsupportedVersion},
-		"v2 with moves":        {corrupt(`"v":4`, `"v":2`), ErrMalformed},
+		"future version":       {corrupt(`"v":5`, `"v":9`), ErrUnsupportedVersion},
+		"v2 with moves":        {corrupt(`"v":5`, `"v":2`), ErrMalformed},
 		"move off assignment":  {corrupt(`"original":[3,1]`, `"original":[1,3]`), ErrMalformed},
 		"move unknown target":  {corrupt(`"target":[4,5]`, `"target":[4,9]`), ErrMalformed},
 		"move to itself":       {corrupt(`"target":[4,5]`, `"target":[3,1]`), ErrMalformed},
@@ -107,7 +107,7 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		"group id twice":       {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,2]`), ErrMalformed},
 		"group id unissued":    {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,99]`), ErrMalformed},
 		"no next group":        {corrupt(`,"next_group":7`, ``), ErrMalformed},
-		"v1 with group ids":    {corrupt(`"v":4`, `"v":1`), ErrMalformed},
+		"v1 with group ids":    {corrupt(`"v":5`, `"v":1`), ErrMalformed},
 		"unknown broker":       {corrupt(`"assignment":[[5,1]`, `"assignment":[[6,1]`), ErrMalformed},
 		"duplicate replica":    {corrupt(`"assignment":[[5,1]`, `"assignment":[[1,1]`), ErrMalformed},
 		"moved empty replicas": {corrupt(`"assignment":[[5,1]`, `"assignment":[[]`), ErrMalformed},

@@ -49,6 +49,8 @@ type Topic struct {
 	Groups      []uint64               `json:"groups"`
 	Reassigning map[int32]Reassignment `json:"reassigning,omitempty"`
 	Moved       []bool                 `json:"moved,omitempty"`
+	// Recovered[p] is partition p's last force recovery (recover.go).
+	Recovered map[int32]Recovery `json:"recovered,omitempty"`
 }
 
 // Internal reports whether the topic is internal (its name starts with "__", as
@@ -67,6 +69,7 @@ func (t *Topic) clone() Topic {
 	c.Assignment = cloneAssignment(t.Assignment)
 	c.Groups = slices.Clone(t.Groups)
 	c.Moved = slices.Clone(t.Moved)
+	c.Recovered = maps.Clone(t.Recovered)
 	c.Reassigning = nil
 	for p, r := range t.Reassigning {
 		if c.Reassigning == nil {
@@ -234,6 +237,8 @@ func (s *State) apply(cmd Command, res *Result) *applyErr {
 		return s.recommissionBroker(c)
 	case *MarkBrokerDecommissioned:
 		return s.markBrokerDecommissioned(c)
+	case *ForceRecoverPartition:
+		return s.forceRecoverPartition(c)
 	}
 	return reject(kerr.InvalidRequest, "unknown command %T", cmd)
 }

@@ -312,6 +312,14 @@ func (p *Partition) stopGroup() bool {
 	return true
 }
 
+// LogPosition is the index and term of the last entry this replica holds (written, maybe
+// not yet flushed): how far its log goes, by raft's measure.
+func (p *Partition) LogPosition() (index, term uint64) {
+	index = p.ls.WrittenIndex()
+	term, _ = p.ls.Term(index)
+	return index, term
+}
+
 // Close stops the replica and closes its log (flushing what write caching held back).
 func (p *Partition) Close() error {
 	if !p.stopGroup() {

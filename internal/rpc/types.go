@@ -24,6 +24,9 @@ const (
 	MsgForwardResponse uint8 = 34 // internal/broker: the leader's answer to a forwarded produce
 	MsgMoveProgress    uint8 = 40 // internal/broker: how the partition moves this broker drives are going
 	MsgTransferLeader  uint8 = 35 // internal/broker: hand the leadership of a group you lead to a replica
+
+	MsgReplicaStateRequest  uint8 = 41 // internal/broker: how much of a group's log do you hold?
+	MsgReplicaStateResponse uint8 = 42 // internal/broker: the answer, for a force recovery's plan
 )
 
 // The block of numbers kept for internal/cluster, its present types and future ones.
@@ -82,6 +85,9 @@ var messageTypes = [256]MessageType{
 	MsgForwardResponse: {Name: "forward response", Owner: "internal/broker", Direction: "partition leader → broker"},
 	MsgMoveProgress:    {Name: "move progress", Owner: "internal/broker", Direction: "partition leader → every broker"},
 	MsgTransferLeader:  {Name: "transfer leadership", Owner: "internal/broker", Direction: "any broker → partition leader"},
+
+	MsgReplicaStateRequest:  {Name: "replica state request", Owner: "internal/broker", Direction: "any broker → a replica's broker"},
+	MsgReplicaStateResponse: {Name: "replica state response", Owner: "internal/broker", Direction: "a replica's broker → requester"},
 }
 
 // LookupType returns the table's entry for a number, and whether the table has one.

@@ -17,8 +17,14 @@ import (
 // returns its output and exit code (-1: it did not run to an exit).
 func clusterCLI(t *testing.T, b *Broker, args ...string) (cmdResult, int) {
 	t.Helper()
+	return clusterCLIInput(t, b, "", args...)
+}
+
+// clusterCLIInput is clusterCLI with stdin (an operator's answers to its questions).
+func clusterCLIInput(t *testing.T, b *Broker, stdin string, args ...string) (cmdResult, int) {
+	t.Helper()
 	full := append([]string{"cluster", "--admin-url", "http://" + b.AdminAddr, "--brokers", b.KafkaAddr}, args...)
-	r := run(t, 60*time.Second, "", cairnBin, full...)
+	r := run(t, 60*time.Second, stdin, cairnBin, full...)
 	code := 0
 	if r.Err != nil {
 		code = -1

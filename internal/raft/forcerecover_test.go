@@ -1,0 +1,125 @@
+package raft
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/cairn-io/cairn/internal/storage"
+)
+
+// replayConfs applies every configuration entry of ents from an empty configuration, as a
+// replica that joins and replays the log from index 1 does.
+func replayConfs(t *testing.T, ents []*pb.Entry) *pb.ConfState {
+	t.Helper()
+	trk := tracker.MakeProgressTracker(1, 0)
+	for _, e := range ents {
+		var cc *pb.ConfChangeV2
+		switch e.GetType() {
+		case pb.EntryConfChange:
+			v1 := &pb.ConfChange{}
+			if err := proto.Unmarshal(e.GetData(), v1); err != nil {
+				t.Fatal(err)
+			}
+			cc = v1.AsV2()
+		case pb.EntryConfChangeV2:
+			cc = &pb.ConfChangeV2{}
+			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			continue
+		}
+		var err error
+		if trk, err = applyConf(trk, cc, e.GetIndex()); err != nil {
+			t.Fatalf("replaying the change at %d: %v", e.GetIndex(), err)
+		}
+	}
+	return trk.ConfState()
+}
+
+// A replica of {1 2 3} whose log ends in a joint configuration nobody applied is forced to
+// be the only voter: after a restart raft runs it alone, with everything committed, and a
+// replica that replays the log from the start ends in the same configuration.
+func TestForceSoleVoterRewritesTheConfigurationThroughTheLog(t *testing.T) {
+	fs := storage.NewMemFS()
+	h, ls := addGroupOn(t, fs, &pb.ConfState{Voters: []uint64{1, 2, 3}})
+	h.Close()
+	joint := &pb.ConfChangeV2{Transition: pb.ConfChangeTransition_ConfChangeTransitionJointExplicit.Enum(),
+		Changes: []*pb.ConfChangeSingle{
+			{Type: pb.ConfChangeType_ConfChangeAddNode.Enum(), NodeId: new(uint64(4))},
+			{Type: pb.ConfChangeType_ConfChangeRemoveNode.Enum(), NodeId: new(uint64(3))},
+		}}
+	data, err := proto.Marshal(joint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Append([]*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Term: new(uint64(3)), Index: new(uint64(4)), Data: data}}); err != nil {
+		t.Fatal(err)
+	}
+	fv, err := ls.ForceSoleVoter(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Leave the unapplied joint configuration, enter one with 2 alone, leave it: 5, 6, 7,
+	// at a term above the log's last.
+	if !fv.Changed || fv.Index != 7 || fv.Term != 4 {
+		t.Fatalf("forced: %+v, want index 7 at term 4", fv)
+	}
+	ents, err := ls.Entries(1, 8, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := replayConfs(t, ents); !slices.Equal(cs.GetVoters(), []uint64{2}) || len(cs.GetLearners())+len(cs.GetVotersOutgoing())+len(cs.GetLearnersNext()) != 0 {
+		t.Fatalf("a replica replaying the log ends in %v, want voters [2] alone", cs)
+	}
+	if ls.Log().LogEndOffset() != 0 {
+		t.Fatalf("the forced changes took Kafka offsets: log end offset %d", ls.Log().LogEndOffset())
+	}
+	ls.Close()
+
+	ls, err = Open(storage.Options{FS: fs, Dir: "g", SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	h = newHost(HostOptions{NodeID: 2, Transport: netSender{}}, wallClock{})
+	defer h.Close()
+	if err := h.AddGroup(1, GroupConfig{Storage: ls, BootstrapInLog: true}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.Status(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.Voters, []uint64{2}) || len(st.VotersOutgoing) != 0 || len(st.Learners) != 0 || st.Committed != 7 || st.Applied != 7 || st.Term != 4 {
+		t.Fatalf("after restart: %+v", st)
+	}
+
+	// Again (a crash before the broker recorded that it had recovered): nothing changes.
+	fv, err = ls.ForceSoleVoter(2)
+	if err != nil || fv.Changed || fv.Index != 7 {
+		t.Fatalf("repeat: %+v, %v", fv, err)
+	}
+	if ls.WrittenIndex() != 7 {
+		t.Fatalf("repeat wrote entries: last index %d", ls.WrittenIndex())
+	}
+}
+
+func TestForceSoleVoterRefusesAReplicaWithoutAConfiguration(t *testing.T) {
+	ls, err := Open(storage.Options{FS: storage.NewMemFS(), Dir: "g", SegmentBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	if _, err := ls.ForceSoleVoter(1); err == nil || !strings.Contains(err.Error(), "no configuration") {
+		t.Fatalf("forcing an empty replica: %v", err)
+	}
+	if _, err := ls.ForceSoleVoter(0); err == nil {
+		t.Fatal("forcing node id 0 was accepted")
+	}
+}
