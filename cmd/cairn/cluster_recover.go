@@ -69,6 +69,14 @@ survivors then copy the base's log again. Afterwards, restore the replication fa
 			if err != nil || len(dead) == 0 {
 				return fmt.Errorf("--from-nodes is required: the dead brokers, e.g. --from-nodes 2,3")
 			}
+			var ref *partitionRef
+			if only != "" {
+				r, err := parsePartitionRef(only)
+				if err != nil {
+					return err
+				}
+				ref = &r
+			}
 			var plan []lostPartition
 			ids := make([]string, len(dead))
 			for i, id := range dead {
@@ -79,11 +87,7 @@ survivors then copy the base's log again. Afterwards, restore the replication fa
 			if err != nil {
 				return err
 			}
-			if only != "" {
-				ref, err := parsePartitionRef(only)
-				if err != nil {
-					return err
-				}
+			if ref != nil {
 				var keep []lostPartition
 				for _, lp := range plan {
 					if lp.Topic == ref.topic && lp.Partition == ref.partition {
