@@ -38,7 +38,7 @@ func (s *LogStorage) ForceSoleVoter(id uint64) (ForcedVoter, error) {
 	if err := s.log.Flush(); err != nil {
 		return ForcedVoter{}, err
 	}
-	trk, err := s.configAtLastIndex()
+	trk, confs, err := s.configAtLastIndex()
 	if err != nil {
 		return ForcedVoter{}, err
 	}
@@ -49,7 +49,7 @@ func (s *LogStorage) ForceSoleVoter(id uint64) (ForcedVoter, error) {
 	}
 	cs := trk.ConfState()
 	if slices.Equal(cs.GetVoters(), []uint64{id}) && len(cs.GetVotersOutgoing()) == 0 && len(cs.GetLearners()) == 0 && len(cs.GetLearnersNext()) == 0 {
-		return ForcedVoter{Index: last, Term: lastTerm}, s.forceState(last, lastTerm, cs)
+		return ForcedVoter{Index: last, Term: lastTerm}, s.forceState(append(confs, confAt{Index: last, CS: cs}), last, lastTerm)
 	}
 	if len(cs.GetVoters()) == 0 {
 		return ForcedVoter{}, fmt.Errorf("raft: force recovery: the replica holds no configuration with voters (it never caught up); recover from another one")
@@ -76,6 +76,7 @@ func (s *LogStorage) ForceSoleVoter(id uint64) (ForcedVoter, error) {
 		if trk, err = applyConf(trk, cc, last+uint64(i)); err != nil {
 			return ForcedVoter{}, fmt.Errorf("raft: force recovery: %w", err)
 		}
+		confs = append(confs, confAt{Index: last + 1 + uint64(i), CS: trk.ConfState()})
 		data, err := proto.Marshal(cc)
 		if err != nil {
 			return ForcedVoter{}, err
@@ -89,19 +90,24 @@ func (s *LogStorage) ForceSoleVoter(id uint64) (ForcedVoter, error) {
 		return ForcedVoter{}, err
 	}
 	end := last + uint64(len(ents))
-	return ForcedVoter{Index: end, Term: term, Changed: true}, s.forceState(end, term, trk.ConfState())
+	return ForcedVoter{Index: end, Term: term, Changed: true}, s.forceState(confs, end, term)
 }
 
-// forceState records cs as the configuration applied at index, everything up to it
-// committed, and term with no vote cast in it.
-func (s *LogStorage) forceState(index, term uint64, cs *pb.ConfState) error {
+// forceState records confs (ascending, the last at index) as applied, everything up to
+// index committed, and term with no vote cast in it. Every configuration the log's entries
+// lead through is kept, not only the last: a snapshot at a later log start must carry the
+// one in force there (confAsOf), and the changes committed by the recovery were never
+// applied one by one.
+func (s *LogStorage) forceState(confs []confAt, index, term uint64) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
 	st := s.st.clone()
 	s.mu.Unlock()
-	if n := len(st.Confs); n == 0 || st.Confs[n-1].Index != index {
-		st.Confs = append(st.Confs, confAt{Index: index, CS: pb.EnsureConfState(cs)})
+	for _, c := range confs {
+		if n := len(st.Confs); n == 0 || st.Confs[n-1].Index < c.Index {
+			st.Confs = append(st.Confs, confAt{Index: c.Index, CS: pb.EnsureConfState(c.CS)})
+		}
 	}
 	if st.Term < term {
 		st.Term, st.Vote = term, 0
@@ -111,8 +117,9 @@ func (s *LogStorage) forceState(index, term uint64, cs *pb.ConfState) error {
 }
 
 // configAtLastIndex is the configuration the log's configuration entries lead to: the one
-// last applied here, with every change after it in the log applied on top.
-func (s *LogStorage) configAtLastIndex() (tracker.ProgressTracker, error) {
+// last applied here, with every change after it in the log applied on top, and the
+// configuration after each of those changes.
+func (s *LogStorage) configAtLastIndex() (tracker.ProgressTracker, []confAt, error) {
 	s.mu.Lock()
 	var cs *pb.ConfState
 	var from uint64
@@ -122,10 +129,11 @@ func (s *LogStorage) configAtLastIndex() (tracker.ProgressTracker, error) {
 	s.mu.Unlock()
 	last := s.log.LastIndex()
 	trk := tracker.MakeProgressTracker(1, 0)
+	var confs []confAt
 	if cs != nil {
 		cfg, prs, err := confchange.Restore(confchange.Changer{Tracker: trk, LastIndex: last}, cs)
 		if err != nil {
-			return trk, fmt.Errorf("raft: force recovery: restoring the configuration at %d: %w", from, err)
+			return trk, nil, fmt.Errorf("raft: force recovery: restoring the configuration at %d: %w", from, err)
 		}
 		trk.Config, trk.Progress = cfg, prs
 	}
@@ -134,10 +142,10 @@ func (s *LogStorage) configAtLastIndex() (tracker.ProgressTracker, error) {
 	for lo := max(from+1, s.log.FirstIndex()); lo <= last; {
 		ents, err := s.entriesFromLog(lo, last+1, 8<<20)
 		if err != nil {
-			return trk, err
+			return trk, nil, err
 		}
 		if len(ents) == 0 {
-			return trk, fmt.Errorf("raft: force recovery: no entry at index %d", lo)
+			return trk, nil, fmt.Errorf("raft: force recovery: no entry at index %d", lo)
 		}
 		for _, e := range ents {
 			var cc *pb.ConfChangeV2
@@ -145,24 +153,25 @@ func (s *LogStorage) configAtLastIndex() (tracker.ProgressTracker, error) {
 			case pb.EntryConfChange:
 				v1 := &pb.ConfChange{}
 				if err := proto.Unmarshal(e.GetData(), v1); err != nil {
-					return trk, err
+					return trk, nil, err
 				}
 				cc = v1.AsV2()
 			case pb.EntryConfChangeV2:
 				cc = &pb.ConfChangeV2{}
 				if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-					return trk, err
+					return trk, nil, err
 				}
 			default:
 				continue
 			}
 			if trk, err = applyConf(trk, cc, last); err != nil {
-				return trk, fmt.Errorf("raft: force recovery: the change at %d: %w", e.GetIndex(), err)
+				return trk, nil, fmt.Errorf("raft: force recovery: the change at %d: %w", e.GetIndex(), err)
 			}
+			confs = append(confs, confAt{Index: e.GetIndex(), CS: trk.ConfState()})
 		}
 		lo = ents[len(ents)-1].GetIndex() + 1
 	}
-	return trk, nil
+	return trk, confs, nil
 }
 
 // applyConf applies one change as raft does when it applies the entry.

@@ -77,6 +77,11 @@ func TestForceSoleVoterRewritesTheConfigurationThroughTheLog(t *testing.T) {
 	if cs := replayConfs(t, ents); !slices.Equal(cs.GetVoters(), []uint64{2}) || len(cs.GetLearners())+len(cs.GetVotersOutgoing())+len(cs.GetLearnersNext()) != 0 {
 		t.Fatalf("a replica replaying the log ends in %v, want voters [2] alone", cs)
 	}
+	// The joint configuration at 4, committed by the recovery and never applied, is kept
+	// as the one in force there: a snapshot taken at a log start of 4 must carry it.
+	if cs, ok := ls.st.confAsOf(4); !ok || !slices.Equal(cs.GetVoters(), []uint64{1, 2, 4}) || !slices.Equal(cs.GetVotersOutgoing(), []uint64{1, 2, 3}) {
+		t.Fatalf("configuration in force at 4: %v", cs)
+	}
 	if ls.Log().LogEndOffset() != 0 {
 		t.Fatalf("the forced changes took Kafka offsets: log end offset %d", ls.Log().LogEndOffset())
 	}
