@@ -276,10 +276,11 @@ func (g *group) refreshStatus() {
 	g.updateSolo()
 }
 
-// updateSolo records whether the replica is the group's only voter and its leader. Such a
-// leader has nobody to heartbeat and no election to watch, so the ticker skips it.
+// updateSolo records whether the replica is the group's only member and its leader. Such a
+// leader has nobody to heartbeat and no election to watch, so the ticker skips it. One
+// with learners is ticked: its heartbeats are what retries an append a learner lost.
 func (g *group) updateSolo() {
-	solo := g.state == etcdraft.StateLeader && len(g.conf[1]) == 0 && len(g.conf[0]) == 1
+	solo := g.state == etcdraft.StateLeader && len(g.conf[1]) == 0 && len(g.conf[0]) == 1 && len(g.learners) == 0
 	if solo {
 		_, solo = g.conf[0][g.h.id]
 	}
