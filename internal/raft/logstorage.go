@@ -577,6 +577,28 @@ func (s *LogStorage) saveLocked(st raftState) error {
 	return nil
 }
 
+// JoinGate reports whether the replica is join-gated (see Host.AddGroup) and its floor (0:
+// not yet learned).
+func (s *LogStorage) JoinGate() (gated bool, floor uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Join.Gated, s.st.Join.Floor
+}
+
+// setJoinGate persists the replica's join gate.
+func (s *LogStorage) setJoinGate(j joinGate) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	st := s.st.clone()
+	s.mu.Unlock()
+	if st.Join == j {
+		return nil
+	}
+	st.Join = j
+	return s.saveLocked(st)
+}
+
 // ApplySnapshot installs a snapshot received from the leader: the log is Reset to start
 // right after the snapshot's index, with its term as the previous term and the Kafka offset
 // carried in Snapshot.Data as its next offset; the snapshot's ConfState becomes the
