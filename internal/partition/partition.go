@@ -186,7 +186,9 @@ func Open(opts Options) (*Partition, error) {
 		// timeout: the partition is writable sooner after CreateTopics.
 		_ = opts.Host.Campaign(opts.Group)
 	}
-	if st, err := opts.Host.Status(opts.Group); err == nil && len(st.Voters) == 1 && st.Voters[0] == opts.Self && len(st.VotersOutgoing) == 0 {
+	// A joiner that has not yet replayed the log to where it was added (raft's join gate)
+	// may hold an old configuration in which it was the only voter: it must not lead.
+	if st, err := opts.Host.Status(opts.Group); err == nil && !st.JoinGated && len(st.Voters) == 1 && st.Voters[0] == opts.Self && len(st.VotersOutgoing) == 0 {
 		if err := opts.Host.Campaign(opts.Group); err != nil {
 			p.Close()
 			return nil, err

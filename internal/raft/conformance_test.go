@@ -48,6 +48,16 @@ func normalized(e *pb.Entry) []byte {
 	return d
 }
 
+// reopenedCommit is the commit index a reopened LogStorage persisted: at least durable
+// (what had to be persisted), at most the last one given.
+func reopenedCommit(t *rapid.T, ls *LogStorage, durable, last uint64) uint64 {
+	_, _, c := ls.HardState()
+	if c < durable || c > last {
+		t.Fatalf("reopened with commit %d, want %d to %d", c, durable, last)
+	}
+	return c
+}
+
 func sameErr(a, b error) bool {
 	return (a == nil) == (b == nil) && (a == nil || errors.Is(a, b) || errors.Is(b, a))
 }
@@ -70,8 +80,9 @@ func TestConformsToMemoryStorage(t *testing.T) {
 			}
 		}()
 		var hsTerm, hsVote, hsCommit uint64
-		// durableCommit is the commit index as of the last state-file write: SetHardState
-		// writes only for a new term or vote, so a reopen may find an older commit.
+		// durableCommit is the least commit index a reopen must find: SetHardState writes
+		// for a new term or vote, and for a commit that covers a configuration change the
+		// log holds above the persisted one; any other commit may be lost.
 		var durableCommit uint64
 		snapOffset := int64(0) // Kafka offset of the entry right after MemoryStorage's snapshot
 
@@ -189,6 +200,14 @@ func TestConformsToMemoryStorage(t *testing.T) {
 				if hsTerm != oldTerm || hsVote != oldVote {
 					durableCommit = hsCommit
 				}
+				if hsCommit > durableCommit {
+					ents, _ := ms.Entries(max(durableCommit+1, fi), hsCommit+1, math.MaxUint64)
+					for _, e := range ents {
+						if t := e.GetType(); t == pb.EntryConfChange || t == pb.EntryConfChangeV2 {
+							durableCommit = hsCommit
+						}
+					}
+				}
 			case 6: // install a snapshot
 				idx := rapid.Uint64Range(hsCommit+1, li+3).Draw(t, "snapIndex")
 				lt, _ := ms.Term(li)
@@ -224,7 +243,7 @@ func TestConformsToMemoryStorage(t *testing.T) {
 				if ls, err = Open(opts); err != nil {
 					t.Fatal(err)
 				}
-				hsCommit = durableCommit
+				hsCommit = reopenedCommit(t, ls, durableCommit, hsCommit)
 			case 8: // flush, then power loss, then reopen: nothing raft saw is lost
 				if err := ls.Flush(); err != nil {
 					t.Fatal(err)
@@ -233,7 +252,7 @@ func TestConformsToMemoryStorage(t *testing.T) {
 				if ls, err = Open(opts); err != nil {
 					t.Fatal(err)
 				}
-				hsCommit = durableCommit
+				hsCommit = reopenedCommit(t, ls, durableCommit, hsCommit)
 			case 9:
 				check()
 			}

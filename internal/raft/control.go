@@ -21,10 +21,15 @@ func (h *Host) control(id uint64, f func(*etcdraft.RawNode)) error {
 	return nil
 }
 
-// Campaign makes this replica of the group campaign to become leader.
+// Campaign makes this replica of the group campaign to become leader; a joiner that is
+// still join-gated (Status.JoinGated) does not.
 func (h *Host) Campaign(id uint64) error {
+	g, err := h.group(id)
+	if err != nil {
+		return err
+	}
 	return h.control(id, func(rn *etcdraft.RawNode) {
-		if rn != nil {
+		if rn != nil && !g.gated.Load() {
 			_ = rn.Campaign()
 		}
 	})

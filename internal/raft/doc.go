@@ -9,7 +9,9 @@
 //     the queues, workers and ticker; ready.go: ready handling and applying; flush.go:
 //     group commit and write caching; outbox.go: per-peer batching of outbound traffic;
 //     visible.go: a leader's visible index told to its followers; campaign.go: the switch
-//     that keeps a host in maintenance from winning elections; status.go);
+//     that keeps a host in maintenance from winning elections, and the join gate that
+//     keeps a replica added by a move from campaigning or voting until it has replayed
+//     the log to where it was added; status.go);
 //   - the written-index tracking behind the majority-replicated boundary, whose rule is
 //     pure functions (majority.go), and the coalesced heartbeats and quiescence of idle
 //     groups (quiesce.go);
@@ -52,8 +54,10 @@
 // # Persisted state
 //
 // Beside the segments, in the log's directory, the file "raft.state" holds the HardState,
-// the last installed snapshot's position (index, term, next Kafka offset) and the history
-// of applied ConfStates by index (pruned to what the log's prefix boundary still needs).
+// the last installed snapshot's position (index, term, next Kafka offset), the history
+// of applied ConfStates by index (pruned to what the log's prefix boundary still needs)
+// and, for a joining replica, its join gate (campaign.go). The commit index in it is
+// written lazily, except when it covers a configuration change not yet applied.
 // It is replaced atomically through storage.FS (temp file, fsync, rename, directory fsync)
 // and carries a CRC32C; a torn or corrupt file is an error on Open, never an empty state.
 // See encodeState for the layout.

@@ -91,6 +91,10 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 		shareVisible: cfg.ShareVisible, rn: rn,
 		written: map[uint64]uint64{}, acked: ackMap{}}
 	g.applied = ls.ConfIndex()
+	joiner := cfg.Bootstrap == nil && len(cs.GetVoters()) == 0 && len(cs.GetLearners()) == 0 && ls.WrittenIndex() == 0
+	if err := g.loadJoinGate(joiner); err != nil {
+		return err
+	}
 	g.refreshStatus()
 	g.noteConf()
 	g.publish()
@@ -161,6 +165,10 @@ type group struct {
 	fsched atomic.Int32 // the same for the flush queue
 	ticks  atomic.Int32 // ticks not yet applied
 	solo   atomic.Bool  // the only voter, and leader: ticks do nothing, so none are given
+	// gated: the join gate is closed (campaign.go); floor is its floor (0: not yet
+	// learned), guarded by mu.
+	gated atomic.Bool
+	floor uint64
 
 	// Quiescence (quiesce.go). quiet: led here and quiesced (the ticker skips it and lists
 	// it in its heartbeats). quietSeen: the local tick at which this follower was last
@@ -276,10 +284,11 @@ func (g *group) refreshStatus() {
 	g.updateSolo()
 }
 
-// updateSolo records whether the replica is the group's only voter and its leader. Such a
-// leader has nobody to heartbeat and no election to watch, so the ticker skips it.
+// updateSolo records whether the replica is the group's only member and its leader. Such a
+// leader has nobody to heartbeat and no election to watch, so the ticker skips it. One
+// with learners is ticked: its heartbeats are what retries an append a learner lost.
 func (g *group) updateSolo() {
-	solo := g.state == etcdraft.StateLeader && len(g.conf[1]) == 0 && len(g.conf[0]) == 1
+	solo := g.state == etcdraft.StateLeader && len(g.conf[1]) == 0 && len(g.conf[0]) == 1 && len(g.learners) == 0
 	if solo {
 		_, solo = g.conf[0][g.h.id]
 	}

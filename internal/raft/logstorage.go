@@ -41,6 +41,19 @@ type LogStorage struct {
 	// eagerCommit makes SetHardState persist every new commit index (see
 	// PersistCommitEagerly).
 	eagerCommit bool
+
+	// Guarded by writeMu. A commit index is otherwise persisted lazily, but one that
+	// covers a configuration change not yet applied is persisted at once: were it lost, a
+	// restart would not know the change is committed, and raft (whose check for pending
+	// changes looks only up to the commit index) could campaign in the configuration
+	// before it. confPending are the indexes of the configuration changes appended and not
+	// yet covered by the persisted commit (durableCommit), ascending; untrackedTo is the
+	// last index of the log as Open found it when that lies above the persisted commit:
+	// what it holds there is not tracked (finding out would mean reading it), so every
+	// commit advance persists until the persisted commit reaches it.
+	confPending   []uint64
+	durableCommit uint64
+	untrackedTo   uint64
 }
 
 // PersistCommitEagerly makes SetHardState persist every new commit index, not only new
@@ -81,7 +94,7 @@ func openOn(log *storage.Log, fs storage.FS, statePath string) (*LogStorage, err
 	if err != nil {
 		return nil, err
 	}
-	s := &LogStorage{log: log, fs: fs, statePath: statePath, st: st}
+	s := &LogStorage{log: log, fs: fs, statePath: statePath, st: st, durableCommit: st.Commit}
 	// ApplySnapshot writes the state file before it resets the log; finish the reset if a
 	// crash came between the two. A log that already holds the snapshot's entry (same
 	// index and term) holds the same prefix, so it is kept.
@@ -101,6 +114,8 @@ func openOn(log *storage.Log, fs storage.FS, statePath string) (*LogStorage, err
 	}
 	if last := log.LastIndex(); st.Commit > last {
 		return nil, fmt.Errorf("%w: commit %d, last index %d", ErrStateAhead, st.Commit, last)
+	} else if last > max(st.Commit, log.FirstIndex()-1) {
+		s.untrackedTo = last
 	}
 	return s, nil
 }
@@ -326,6 +341,7 @@ func (s *LogStorage) appendEntries(entries []*pb.Entry, cache bool) (conv []stor
 	newLast := entries[len(entries)-1].GetIndex()
 	if i == len(entries) {
 		if newLast < last {
+			s.truncatedFrom(newLast + 1)
 			s.cache.truncate(newLast + 1)
 			return nil, s.log.TruncateSuffix(newLast + 1)
 		}
@@ -336,12 +352,17 @@ func (s *LogStorage) appendEntries(entries []*pb.Entry, cache bool) (conv []stor
 			return nil, err
 		}
 	}
+	s.truncatedFrom(entries[i].GetIndex())
 	s.cache.truncate(entries[i].GetIndex())
 	conv = make([]storage.Entry, 0, len(entries)-i)
 	for _, e := range entries[i:] {
 		conv = append(conv, toStorage(e))
+		if t := e.GetType(); t == pb.EntryConfChange || t == pb.EntryConfChangeV2 {
+			s.confPending = append(s.confPending, e.GetIndex())
+		}
 	}
 	if err := s.log.Append(conv); err != nil {
+		s.truncatedFrom(entries[i].GetIndex()) // what failed may be partly written: forget it all
 		return nil, err
 	}
 	if cache {
@@ -380,7 +401,7 @@ func (s *LogStorage) SetHardState(hs *pb.HardState) error {
 	s.mu.Lock()
 	st := s.st.clone()
 	s.mu.Unlock()
-	if st.Term == hs.GetTerm() && st.Vote == hs.GetVote() && (!s.eagerCommit || hs.GetCommit() <= st.Commit) {
+	if st.Term == hs.GetTerm() && st.Vote == hs.GetVote() && (!s.eagerCommit || hs.GetCommit() <= st.Commit) && !s.commitCoversConf(hs.GetCommit()) {
 		// Only the commit index moved. Raft needs a durable term and vote, not a durable
 		// commit: after a restart a lower commit is learned again from the leader (or, for
 		// a sole voter, from its next election). Keeping it in memory spares the three
@@ -395,6 +416,28 @@ func (s *LogStorage) SetHardState(hs *pb.HardState) error {
 	}
 	st.Term, st.Vote, st.Commit = hs.GetTerm(), hs.GetVote(), max(st.Commit, hs.GetCommit())
 	return s.saveLocked(st)
+}
+
+// commitCoversConf reports whether commit would be the first persisted commit to cover an
+// appended configuration change (or may cover one: see untrackedTo). Caller holds writeMu.
+func (s *LogStorage) commitCoversConf(commit uint64) bool {
+	if commit <= s.durableCommit {
+		return false
+	}
+	return (len(s.confPending) > 0 && s.confPending[0] <= commit) || s.untrackedTo > s.durableCommit
+}
+
+// truncatedFrom forgets the pending configuration changes at and above index, which the
+// log no longer holds. Caller holds writeMu.
+func (s *LogStorage) truncatedFrom(index uint64) {
+	n := len(s.confPending)
+	for n > 0 && s.confPending[n-1] >= index {
+		n--
+	}
+	s.confPending = s.confPending[:n]
+	if s.untrackedTo >= index {
+		s.untrackedTo = index - 1
+	}
 }
 
 // SetConfState persists cs as the configuration in force from the entry at index on (0
@@ -513,6 +556,8 @@ func (s *LogStorage) ConfIndex() uint64 {
 	return 0
 }
 
+// saveLocked writes st as the state file and makes it the current state. Caller holds
+// writeMu.
 func (s *LogStorage) saveLocked(st raftState) error {
 	if err := writeState(s.fs, s.statePath, &st); err != nil {
 		return err
@@ -520,7 +565,38 @@ func (s *LogStorage) saveLocked(st raftState) error {
 	s.mu.Lock()
 	s.st = st
 	s.mu.Unlock()
+	s.durableCommit = st.Commit
+	n := 0
+	for n < len(s.confPending) && s.confPending[n] <= st.Commit {
+		n++
+	}
+	s.confPending = s.confPending[n:]
+	if s.untrackedTo <= st.Commit {
+		s.untrackedTo = 0
+	}
 	return nil
+}
+
+// JoinGate reports whether the replica is join-gated (see Host.AddGroup) and its floor (0:
+// not yet learned).
+func (s *LogStorage) JoinGate() (gated bool, floor uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Join.Gated, s.st.Join.Floor
+}
+
+// setJoinGate persists the replica's join gate.
+func (s *LogStorage) setJoinGate(j joinGate) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	st := s.st.clone()
+	s.mu.Unlock()
+	if st.Join == j {
+		return nil
+	}
+	st.Join = j
+	return s.saveLocked(st)
 }
 
 // ApplySnapshot installs a snapshot received from the leader: the log is Reset to start
@@ -555,6 +631,7 @@ func (s *LogStorage) ApplySnapshot(snap *pb.Snapshot) error {
 		return err
 	}
 	s.cache.reset()
+	s.confPending, s.untrackedTo = nil, 0 // the log is replaced from the snapshot on
 	return s.log.Reset(index+1, term, sd.NextOffset)
 }
 

@@ -46,7 +46,11 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	if wake {
 		g.wake()
 	}
-	for n := g.ticks.Swap(0); n > 0; n-- {
+	n := g.ticks.Swap(0)
+	if g.gated.Load() {
+		n = 0 // a gated joiner is not ticked (campaign.go)
+	}
+	for ; n > 0; n-- {
 		rn.Tick()
 	}
 	for _, m := range local {
@@ -55,6 +59,15 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	for _, m := range msgs {
 		if h.ignoresInbound(m) {
 			continue
+		}
+		if g.gated.Load() {
+			if g.gateDropsInbound(m) {
+				continue
+			}
+			if err := g.noteJoinFloor(m); err != nil {
+				g.fail(err)
+				return false
+			}
 		}
 		switch m.GetType() {
 		case pb.MsgSnap:
@@ -95,8 +108,7 @@ func (h *Host) process(g *group, ob *outbox) bool {
 			return true
 		}
 		if err := h.handleReady(g, ob); err != nil {
-			h.opts.Logger.Errorf("raft host %d: group %d: %v", h.id, g.id, err)
-			g.shutdown(fmt.Errorf("raft: group %d failed: %w", g.id, err))
+			g.fail(err)
 			return false
 		}
 	}
@@ -105,6 +117,12 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	}
 	g.reportVisible(ob)
 	return false
+}
+
+// fail stops the group after a storage error.
+func (g *group) fail(err error) {
+	g.h.opts.Logger.Errorf("raft host %d: group %d: %v", g.h.id, g.id, err)
+	g.shutdown(fmt.Errorf("raft: group %d failed: %w", g.id, err))
 }
 
 // onWritten records a follower's written report if it is for this leader's term.
@@ -140,7 +158,7 @@ func (h *Host) handleReady(g *group, ob *outbox) error {
 			}
 			steps = append(steps, m.GetResponses()...)
 		default:
-			if h.dropsOutbound(m) {
+			if h.dropsOutbound(m) || g.gateDropsOutbound(m) {
 				continue
 			}
 			if m.GetType() == pb.MsgApp && slices.Contains(g.learners, m.GetTo()) {
@@ -172,6 +190,9 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 		// tell whether they are the proposed ones: fail them (never a false success).
 		g.truncateProps(snap.GetMetadata().GetIndex()+1, nil)
 		g.noteConf() // raft restored the snapshot's configuration
+		if err := g.passJoinFloor(snap.GetMetadata().GetIndex()); err != nil {
+			return err
+		}
 	}
 	if ents := m.GetEntries(); len(ents) > 0 {
 		g.truncateProps(ents[0].GetIndex(), ents)
@@ -279,6 +300,9 @@ func (g *group) handleApply(m *pb.Message) error {
 	}
 	first, last := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
 	g.applied = last
+	if err := g.passJoinFloor(last); err != nil {
+		return err
+	}
 	g.trimCache()
 	n := 0
 	for _, p := range g.props {

@@ -164,8 +164,8 @@ func (h *Host) tickOnce() {
 	}
 	h.mu.RLock()
 	for _, g := range h.list {
-		if g.solo.Load() {
-			continue
+		if g.solo.Load() || g.gated.Load() {
+			continue // nothing to tick for; a gated joiner must not campaign (campaign.go)
 		}
 		if g.quiet.Load() {
 			live := true

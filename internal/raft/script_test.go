@@ -45,6 +45,7 @@ type script struct {
 	// shareVisible is what the groups' ShareVisible says.
 	shareVisible bool
 	ls           map[uint64]*raft.LogStorage
+	fs           map[uint64]*storage.MemFS // each host's disk
 	props        map[string]*raft.Proposal
 	names        []string // proposal names, in the order proposed
 }
@@ -153,6 +154,37 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		s.addGroup(id)
 		return ""
 	},
+	// crash H: host H loses power: its replica is gone with everything its disk had not
+	// synced (unflushed entries, a commit index kept only in memory), and starts again on
+	// what survived.
+	"crash": func(s *script, td *datadriven.TestData) string {
+		id := s.d.HostArg(td)
+		if err := s.d.Host(id).RemoveGroup(scriptGroup); err != nil {
+			return err.Error()
+		}
+		s.fs[id].Crash() // the old storage's handles stop working: it is dropped, not closed
+		if err := s.open(id); err != nil {
+			return err.Error()
+		}
+		s.addGroup(id)
+		return ""
+	},
+	// wipe H: host H's replica is deleted with its data and created again empty, as a
+	// joiner (no bootstrap), as a broker does for a replica a move adds.
+	"wipe": func(s *script, td *datadriven.TestData) string {
+		id := s.d.HostArg(td)
+		if err := s.d.Host(id).RemoveGroup(scriptGroup); err != nil {
+			return err.Error()
+		}
+		s.ls[id].Close()
+		s.fs[id] = storage.NewMemFS()
+		if err := s.open(id); err != nil {
+			return err.Error()
+		}
+		s.joiners[id] = true
+		s.addGroup(id)
+		return ""
+	},
 	// conf-change H enter-joint|leave-joint|simple [add=ID...] [remove=ID...]
 	// [learner=ID...]: host H (leading) proposes entering a joint configuration with the
 	// changes, leaving it, or one change on its own (the proposal runs at once: see
@@ -200,6 +232,15 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 			c += fmt.Sprintf(" learners-next=%v", st.LearnersNext)
 		}
 		return c
+	}),
+	// join-gate [H...]: each host's join gate (campaign.go): open, or gated with its
+	// floor (0: not yet learned), as persisted.
+	"join-gate": eachHost(func(s *script, id uint64) string {
+		gated, floor := s.ls[id].JoinGate()
+		if !gated {
+			return fmt.Sprintf("%d: open", id)
+		}
+		return fmt.Sprintf("%d: gated floor=%d", id, floor)
 	}),
 	// status [H...]: each host's role and boundaries.
 	"status": eachHost((*script).status),
@@ -258,15 +299,25 @@ func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 		s.voters = s.d.IDs()
 	}
 	s.ls, s.props, s.names = map[uint64]*raft.LogStorage{}, map[string]*raft.Proposal{}, nil
+	s.fs = map[uint64]*storage.MemFS{}
 	s.reconfigs = map[uint64]*raft.Reconfig{}
 	for _, id := range s.d.IDs() {
-		ls, err := raft.Open(storage.Options{FS: storage.NewMemFS(), Dir: "g", SegmentBytes: 4096})
-		if err != nil {
+		s.fs[id] = storage.NewMemFS()
+		if err := s.open(id); err != nil {
 			s.t.Fatal(err)
 		}
-		s.ls[id] = ls
 		s.addGroup(id)
 	}
+}
+
+// open opens host id's log on its disk.
+func (s *script) open(id uint64) error {
+	ls, err := raft.Open(storage.Options{FS: s.fs[id], Dir: "g", SegmentBytes: 4096})
+	if err != nil {
+		return err
+	}
+	s.ls[id] = ls
+	return nil
 }
 
 func (s *script) addGroup(id uint64) {

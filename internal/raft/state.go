@@ -23,8 +23,12 @@ var ErrCorruptState = errors.New("raft: corrupt state file")
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 const (
-	stateMagic   = "CAIRNRFT"
-	stateVersion = 1
+	stateMagic = "CAIRNRFT"
+	// stateVersion is the layout of a replica that is not join-gated; stateVersionGated
+	// adds the join floor (see joinGate). A file is written in the older layout whenever it
+	// can be, so an earlier release still reads every state but a joiner's mid-catch-up.
+	stateVersion      = 1
+	stateVersionGated = 2
 	// Upper bound on the file size, and so on what a decoder allocates.
 	maxStateSize = 1 << 20
 )
@@ -43,11 +47,19 @@ type confAt struct {
 	CS    *pb.ConfState
 }
 
+// joinGate is a joining replica's gate (group.go: a replica created empty, with no
+// bootstrap, that has not yet applied its log up to Floor). Floor 0 means not yet learned.
+type joinGate struct {
+	Gated bool
+	Floor uint64
+}
+
 // raftState is the content of the state file.
 type raftState struct {
 	Term, Vote, Commit uint64
 	Snap               snapPos
 	Confs              []confAt // ascending Index; the last is the current configuration
+	Join               joinGate
 }
 
 // clone returns a deep copy (ConfStates are shared with callers through InitialState and
@@ -81,18 +93,24 @@ func (s *raftState) prune(boundary uint64) {
 
 // encodeState lays the state out as (big-endian):
 //
-//	magic "CAIRNRFT" | version u32 (=1) | body length u32 | body | CRC32C u32
+//	magic "CAIRNRFT" | version u32 (1 or 2) | body length u32 | body | CRC32C u32
 //	body: term u64 | vote u64 | commit u64 |
 //	      snapshot index u64 | snapshot term u64 | snapshot next offset i64 |
-//	      conf count u32 | conf*
+//	      conf count u32 | conf* | [version 2: join floor u64]
 //	conf: index u64 | voters | learners | voters outgoing | learners next | auto leave u8
 //	      where each id list is count u32 | id u64*
 //
-// The CRC32C (Castagnoli) covers every byte before it.
+// Version 2 is exactly a join-gated replica's state (its floor 0 while unknown); version 1,
+// which an earlier release wrote, is every other state. The CRC32C (Castagnoli) covers
+// every byte before it.
 func encodeState(s *raftState) []byte {
 	b := make([]byte, 0, 128)
 	b = append(b, stateMagic...)
-	b = binary.BigEndian.AppendUint32(b, stateVersion)
+	version := uint32(stateVersion)
+	if s.Join.Gated {
+		version = stateVersionGated
+	}
+	b = binary.BigEndian.AppendUint32(b, version)
 	b = binary.BigEndian.AppendUint32(b, 0) // body length, patched below
 	start := len(b)
 	for _, v := range []uint64{s.Term, s.Vote, s.Commit, s.Snap.Index, s.Snap.Term, uint64(s.Snap.NextOffset)} {
@@ -112,6 +130,9 @@ func encodeState(s *raftState) []byte {
 		} else {
 			b = append(b, 0)
 		}
+	}
+	if s.Join.Gated {
+		b = binary.BigEndian.AppendUint64(b, s.Join.Floor)
 	}
 	binary.BigEndian.PutUint32(b[start-4:], uint32(len(b)-start))
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
@@ -184,8 +205,9 @@ func decodeState(b []byte) (raftState, error) {
 	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[len(b)-4:]) {
 		return s, fmt.Errorf("%w: CRC mismatch", ErrCorruptState)
 	}
-	if v := binary.BigEndian.Uint32(b[len(stateMagic):]); v != stateVersion {
-		return s, fmt.Errorf("%w: version %d", ErrCorruptState, v)
+	version := binary.BigEndian.Uint32(b[len(stateMagic):])
+	if version != stateVersion && version != stateVersionGated {
+		return s, fmt.Errorf("%w: version %d", ErrCorruptState, version)
 	}
 	if n := binary.BigEndian.Uint32(b[len(stateMagic)+4:]); uint64(n) != uint64(len(body)-head) {
 		return s, fmt.Errorf("%w: body length %d, have %d", ErrCorruptState, n, len(body)-head)
@@ -194,7 +216,11 @@ func decodeState(b []byte) (raftState, error) {
 	s.Term, s.Vote, s.Commit = d.u64(), d.u64(), d.u64()
 	s.Snap.Index, s.Snap.Term, s.Snap.NextOffset = d.u64(), d.u64(), int64(d.u64())
 	n := d.u32()
-	if d.bad || uint64(n)*(8+4*4+1) > uint64(len(d.b)) {
+	trailer := 0
+	if version == stateVersionGated {
+		trailer = 8
+	}
+	if d.bad || uint64(n)*(8+4*4+1)+uint64(trailer) > uint64(len(d.b)) {
 		return raftState{}, fmt.Errorf("%w: conf count %d", ErrCorruptState, n)
 	}
 	for i := uint32(0); i < n; i++ {
@@ -215,6 +241,9 @@ func decodeState(b []byte) (raftState, error) {
 			return raftState{}, fmt.Errorf("%w: conf index %d after %d", ErrCorruptState, c.Index, s.Confs[len(s.Confs)-1].Index)
 		}
 		s.Confs = append(s.Confs, c)
+	}
+	if version == stateVersionGated && !d.bad {
+		s.Join = joinGate{Gated: true, Floor: d.u64()}
 	}
 	if d.bad || len(d.b) != 0 {
 		return raftState{}, fmt.Errorf("%w: malformed body", ErrCorruptState)

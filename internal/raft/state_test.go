@@ -2,6 +2,8 @@ package raft
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -24,8 +26,14 @@ func sampleState() raftState {
 	}
 }
 
+func gatedState(floor uint64) raftState {
+	s := sampleState()
+	s.Join = joinGate{Gated: true, Floor: floor}
+	return s
+}
+
 func TestStateRoundTrip(t *testing.T) {
-	for _, s := range []raftState{{}, sampleState()} {
+	for _, s := range []raftState{{}, sampleState(), gatedState(0), gatedState(57), {Join: joinGate{Gated: true}}} {
 		b := encodeState(&s)
 		got, err := decodeState(b)
 		if err != nil {
@@ -34,7 +42,7 @@ func TestStateRoundTrip(t *testing.T) {
 		if !bytes.Equal(encodeState(&got), b) {
 			t.Fatalf("round trip changed the encoding")
 		}
-		if got.Term != s.Term || got.Vote != s.Vote || got.Commit != s.Commit || got.Snap != s.Snap || len(got.Confs) != len(s.Confs) {
+		if got.Term != s.Term || got.Vote != s.Vote || got.Commit != s.Commit || got.Snap != s.Snap || len(got.Confs) != len(s.Confs) || got.Join != s.Join {
 			t.Fatalf("got %+v, want %+v", got, s)
 		}
 		for i := range got.Confs {
@@ -45,19 +53,72 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 }
 
-func TestStateCorruptIsAnError(t *testing.T) {
-	s := sampleState()
-	good := encodeState(&s)
-	for n := 0; n < len(good); n++ { // every torn prefix
-		if _, err := decodeState(good[:n]); !errors.Is(err, ErrCorruptState) {
-			t.Fatalf("prefix of %d bytes: err %v", n, err)
-		}
+// v1State is a state file as the release before the join gate wrote it (sampleState's
+// first configuration only): it must read as a replica that is not gated, and a state that
+// is not gated must still be written exactly so, for that release to read it back.
+const v1State = "434149524e5246540000000100000065000000000000000700000000000000020000000000000029000000000000000a0000000000000003000000000000006300000001000000000000000a0000000300000000000000010000000000000002000000000000000300000000000000000000000000657b7873"
+
+func TestStateReadsVersion1(t *testing.T) {
+	b, err := hex.DecodeString(v1State)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range good { // every single bit flip
-		b := bytes.Clone(good)
-		b[i] ^= 0x10
-		if _, err := decodeState(b); !errors.Is(err, ErrCorruptState) {
-			t.Fatalf("flip at %d: err %v", i, err)
+	got, err := decodeState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Join != (joinGate{}) || got.Term != 7 || got.Commit != 41 || len(got.Confs) != 1 || got.Confs[0].Index != 10 {
+		t.Fatalf("version 1 file read as %+v", got)
+	}
+	if !bytes.Equal(encodeState(&got), b) {
+		t.Fatalf("a state that is not gated is no longer written as version 1")
+	}
+	// A gated state is version 2: one field more, so an earlier release refuses it rather
+	// than forget the gate.
+	got.Join = joinGate{Gated: true, Floor: 12}
+	g := encodeState(&got)
+	if v := binary.BigEndian.Uint32(g[len(stateMagic):]); v != stateVersionGated || len(g) != len(b)+8 {
+		t.Fatalf("gated state written as version %d, %d bytes", v, len(g))
+	}
+}
+
+// The gate survives a reopen at each of its steps: set at creation, floor learned, lifted.
+func TestJoinGatePersists(t *testing.T) {
+	fs := storage.NewMemFS()
+	opts := storage.Options{FS: fs, Dir: "g"}
+	for _, j := range []joinGate{{Gated: true}, {Gated: true, Floor: 9}, {}} {
+		ls, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ls.setJoinGate(j); err != nil {
+			t.Fatal(err)
+		}
+		fs.Crash() // the write is durable when setJoinGate returns
+		if ls, err = Open(opts); err != nil {
+			t.Fatal(err)
+		}
+		if gated, floor := ls.JoinGate(); gated != j.Gated || floor != j.Floor {
+			t.Fatalf("after a crash: gated %v floor %d, want %+v", gated, floor, j)
+		}
+		ls.Close()
+	}
+}
+
+func TestStateCorruptIsAnError(t *testing.T) {
+	for _, s := range []raftState{sampleState(), gatedState(57)} {
+		good := encodeState(&s)
+		for n := 0; n < len(good); n++ { // every torn prefix
+			if _, err := decodeState(good[:n]); !errors.Is(err, ErrCorruptState) {
+				t.Fatalf("prefix of %d bytes: err %v", n, err)
+			}
+		}
+		for i := range good { // every single bit flip
+			b := bytes.Clone(good)
+			b[i] ^= 0x10
+			if _, err := decodeState(b); !errors.Is(err, ErrCorruptState) {
+				t.Fatalf("flip at %d: err %v", i, err)
+			}
 		}
 	}
 	// Through the file: a torn state file fails Open instead of reading as empty.
@@ -202,6 +263,9 @@ func FuzzDecodeRaftState(f *testing.F) {
 	s := sampleState()
 	f.Add(encodeState(&s))
 	f.Add(encodeState(&raftState{}))
+	g := gatedState(57)
+	f.Add(encodeState(&g))
+	f.Add(encodeState(&raftState{Join: joinGate{Gated: true}}))
 	f.Add([]byte("CAIRNRFT"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, err := decodeState(b)

@@ -44,6 +44,9 @@ type Status struct {
 	// caller plans from the applied configuration (Reconfig), never from a proposal's
 	// return.
 	PendingConf bool
+	// JoinGated: this replica joined the group empty (a move added it) and has not yet
+	// applied the log up to its join floor, so it neither campaigns nor votes (campaign.go).
+	JoinGated bool
 	// Flushes counts this replica's log flushes (each one fsync round: group commit).
 	Flushes uint64
 	// Progress (leader only) is each member's replication state, learners included, by
@@ -71,7 +74,7 @@ func (h *Host) Status(id uint64) (Status, error) {
 		Group: id, ID: h.id, State: bs.RaftState, Leader: bs.Lead, Term: bs.GetTerm(),
 		LogEnd: g.ls.WrittenIndex(), LogEndOffset: g.ls.Log().LogEndOffset(),
 		Flushed: g.ls.FlushedIndex(), Committed: bs.GetCommit(), Applied: g.applied,
-		Flushes: g.flushes.Load(),
+		Flushes: g.flushes.Load(), JoinGated: g.gated.Load(),
 	}
 	st.LeaderVisible = st.Committed
 	if bs.RaftState == etcdraft.StateFollower {
