@@ -113,6 +113,9 @@ func (s *LogStorage) forceState(confs []confAt, index, term uint64) error {
 		st.Term, st.Vote = term, 0
 	}
 	st.Commit = max(st.Commit, index)
+	// A joiner's gate (campaign.go) waits for a leader that will not come: the recovery
+	// makes this replica the group, so it must campaign.
+	st.Join = joinGate{}
 	return s.saveLocked(st)
 }
 

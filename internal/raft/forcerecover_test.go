@@ -61,6 +61,10 @@ func TestForceSoleVoterRewritesTheConfigurationThroughTheLog(t *testing.T) {
 	if err := ls.Append([]*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Term: new(uint64(3)), Index: new(uint64(4)), Data: data}}); err != nil {
 		t.Fatal(err)
 	}
+	// A replica that was still replaying as a joiner when the others died.
+	if err := ls.setJoinGate(joinGate{Gated: true, Floor: 100}); err != nil {
+		t.Fatal(err)
+	}
 	fv, err := ls.ForceSoleVoter(2)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +105,7 @@ func TestForceSoleVoterRewritesTheConfigurationThroughTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(st.Voters, []uint64{2}) || len(st.VotersOutgoing) != 0 || len(st.Learners) != 0 || st.Committed != 7 || st.Applied != 7 || st.Term != 4 {
+	if !slices.Equal(st.Voters, []uint64{2}) || len(st.VotersOutgoing) != 0 || len(st.Learners) != 0 || st.Committed != 7 || st.Applied != 7 || st.Term != 4 || st.JoinGated {
 		t.Fatalf("after restart: %+v", st)
 	}
 
