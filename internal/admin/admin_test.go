@@ -182,16 +182,7 @@ func waitForMetrics(t *testing.T, srv *httptest.Server, want ...string) {
 // The rack metrics read 0 while min.insync.racks is 1 (else every rackless cluster would
 // alarm), and show a leader whose ISR spans fewer racks than the topic asks for.
 func TestMetricsShowPartitionsUnderMinRacks(t *testing.T) {
-	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", Rack: "r1", FS: storage.NewMemFS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if _, err := b.CreateTopic("orders", 1, 1, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(NewServer(b, NewMetrics(b)))
-	defer srv.Close()
+	b, srv := newTestAdmin(t, 1, "r1")
 	waitForMetrics(t, srv,
 		`cairn_partition_leader{partition="0",topic="orders"} 1`,
 		`cairn_partition_under_min_rack_isr{partition="0",topic="orders"} 0`,
@@ -220,4 +211,22 @@ func TestMetricsShowPartitionsUnderMinRacks(t *testing.T) {
 		!slices.Equal(st.ISRRacks, []string{"r1"}) || st.MinInsyncReplicas != 1 || st.MinInsyncRacks != 2 {
 		t.Fatalf("partition status of a rack-r1 replica under min.insync.racks=2: %s", body)
 	}
+}
+
+// newTestAdmin starts a one-broker cluster on an in-memory disk, in rack (may be ""), with
+// a topic "orders" of the given partitions, and an admin server over it; both stop when
+// the test ends.
+func newTestAdmin(t *testing.T, partitions int32, rack string) (*broker.Broker, *httptest.Server) {
+	t.Helper()
+	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", Rack: rack, FS: storage.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if _, err := b.CreateTopic("orders", partitions, 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewServer(b, NewMetrics(b)))
+	t.Cleanup(srv.Close)
+	return b, srv
 }

@@ -3,26 +3,15 @@ package admin
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/cairn-io/cairn/internal/broker"
-	"github.com/cairn-io/cairn/internal/storage"
 )
 
 func TestHealthOverviewEndpoint(t *testing.T) {
-	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", FS: storage.NewMemFS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if _, err := b.CreateTopic("orders", 2, 1, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(NewServer(b, NewMetrics(b)))
-	defer srv.Close()
+	_, srv := newTestAdmin(t, 2, "")
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -8,9 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/cairn-io/cairn/internal/broker"
-	"github.com/cairn-io/cairn/internal/storage"
 )
 
 func post(t *testing.T, srv *httptest.Server, path, body string) (int, string) {
@@ -27,16 +24,7 @@ func post(t *testing.T, srv *httptest.Server, path, body string) (int, string) {
 // TestMoveEndpointsRefuseBadInput: each bad move request gets its status and a JSON
 // {"message","code"} body that says why, and nothing is recorded.
 func TestMoveEndpointsRefuseBadInput(t *testing.T) {
-	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", FS: storage.NewMemFS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if _, err := b.CreateTopic("orders", 1, 1, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(NewServer(b, NewMetrics(b)))
-	defer srv.Close()
+	b, srv := newTestAdmin(t, 1, "")
 	self := b.NodeID()
 
 	for _, tc := range []struct {

@@ -2,28 +2,15 @@ package admin
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/cairn-io/cairn/internal/broker"
-	"github.com/cairn-io/cairn/internal/storage"
 )
 
 // TestForceRecoverEndpointsRefuseBadInput: bad plans and recoveries get 400 with a reason,
 // a live broker's partitions are never recovered, and nothing is recorded.
 func TestForceRecoverEndpointsRefuseBadInput(t *testing.T) {
-	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", FS: storage.NewMemFS()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if _, err := b.CreateTopic("orders", 1, 1, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(NewServer(b, NewMetrics(b)))
-	defer srv.Close()
+	b, srv := newTestAdmin(t, 1, "")
 	self := itoa(b.NodeID())
 
 	for _, tc := range []struct{ name, path, msg string }{
