@@ -44,6 +44,9 @@ type Reconfiguration struct {
 	Phase      string `json:"phase,omitempty"`
 	BytesMoved *int64 `json:"bytes_moved,omitempty"`
 	BytesLeft  *int64 `json:"bytes_left,omitempty"`
+	// Waiting says why the driver is not taking the next step yet (a learner catching up,
+	// a conf change not yet applied); absent when it is not waiting.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // httpError is the body of every error answer of the move endpoints.
@@ -155,7 +158,7 @@ func (s *Server) handleReconfigurations(w http.ResponseWriter, r *http.Request) 
 		rc := Reconfiguration{Topic: m.Topic, Partition: m.Partition, Original: m.Original, Target: m.Target,
 			Adding: m.Adding, Removing: m.Removing, Cancelled: m.Cancelled, Final: m.Final}
 		if pr := m.Progress; pr != nil {
-			rc.Phase, rc.BytesMoved, rc.BytesLeft = pr.Phase, &pr.BytesMoved, &pr.BytesLeft
+			rc.Phase, rc.BytesMoved, rc.BytesLeft, rc.Waiting = pr.Phase, &pr.BytesMoved, &pr.BytesLeft, pr.Waiting
 		}
 		out = append(out, rc)
 	}
