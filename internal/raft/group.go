@@ -162,6 +162,7 @@ type group struct {
 	pos          int // in h.list, guarded by h.mu
 
 	sched  atomic.Int32 // 0 idle, 1 queued or running, 2 running and queued again
+	again  bool         // set by the worker running the group: its round left work (processAll)
 	fsched atomic.Int32 // the same for the flush queue
 	ticks  atomic.Int32 // ticks not yet applied
 	solo   atomic.Bool  // the only voter, and leader: ticks do nothing, so none are given

@@ -62,29 +62,41 @@ func (p *learnerPacer) refill(now time.Time, rate int64, tick time.Duration) {
 }
 
 // sendToLearner sends m, a MsgApp of group to learner to, now or once the bucket allows.
+// A message never overtakes one of the same group to the same learner that waits: not even
+// one without entries, which costs nothing (raft sends such an append, with the commit
+// index, on a heartbeat response while the learner's window is full). It names the index
+// after the held entries, which the learner does not have yet: it would reject it, and
+// raft would fall back to probing the learner one append per heartbeat.
 func (h *Host) sendToLearner(ob *outbox, to, group uint64, m *pb.Message) {
 	rate := h.learnerRate()
 	size := appBytes(m)
-	if rate <= 0 || size == 0 {
-		ob.addMsg(to, group, m)
-		return
-	}
 	p := &h.pacer
 	p.mu.Lock()
-	p.refill(h.clock.Now(), rate, h.opts.TickInterval)
-	if len(p.held) == 0 && p.tokens > 0 {
-		p.tokens -= float64(size)
-		p.sent += uint64(size)
+	waiting := p.holds(to, group)
+	if !waiting && (rate <= 0 || size == 0) {
 		p.mu.Unlock()
 		ob.addMsg(to, group, m)
 		return
 	}
+	if rate > 0 {
+		p.refill(h.clock.Now(), rate, h.opts.TickInterval)
+		if len(p.held) == 0 && p.tokens > 0 {
+			p.tokens -= float64(size)
+			p.sent += uint64(size)
+			p.mu.Unlock()
+			ob.addMsg(to, group, m)
+			return
+		}
+	}
 	for i := range p.held {
 		if a := &p.held[i]; a.to == to && a.group == group && a.m.GetIndex() == m.GetIndex() && a.m.GetLogTerm() == m.GetLogTerm() {
 			// raft sent the same append again (a probe is repeated on every heartbeat
-			// response while the first waits): the newer one, which carries at least
-			// the same entries and a commit index as new, takes the older one's place.
-			a.m, a.size = m, size
+			// response while the first waits): the newer one, which carries the same
+			// entries (or more) and a commit index as new, takes the older one's place.
+			// One with fewer entries adds nothing the waiting one does not carry.
+			if len(m.GetEntries()) >= len(a.m.GetEntries()) {
+				a.m, a.size = m, size
+			}
 			p.mu.Unlock()
 			return
 		}
@@ -93,14 +105,26 @@ func (h *Host) sendToLearner(ob *outbox, to, group uint64, m *pb.Message) {
 	p.mu.Unlock()
 }
 
+// holds reports whether a message of group to learner to waits. Caller holds p.mu.
+func (p *learnerPacer) holds(to, group uint64) bool {
+	for i := range p.held {
+		if p.held[i].to == to && p.held[i].group == group {
+			return true
+		}
+	}
+	return false
+}
+
 // releaseLearnerApps sends the held messages the bucket now allows (all of them if pacing
-// was turned off). The ticker calls it every tick.
+// was turned off). The ticker calls it every tick. It sends before it lets go of the
+// pacer: a worker that then finds nothing of the group waiting sends its next message
+// straight to the transport, which must come after these.
 func (h *Host) releaseLearnerApps() {
 	p := &h.pacer
 	rate := h.learnerRate()
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.held) == 0 {
-		p.mu.Unlock()
 		return
 	}
 	n := len(p.held)
@@ -112,30 +136,33 @@ func (h *Host) releaseLearnerApps() {
 			n++
 		}
 	}
-	out := make([]heldApp, n)
-	copy(out, p.held[:n])
-	p.held = append(p.held[:0], p.held[n:]...)
+	// A message without entries costs nothing: it goes with what it waited behind.
+	for n < len(p.held) && p.held[n].size == 0 {
+		n++
+	}
+	out := p.held[:n]
 	for _, a := range out {
 		p.delayed += uint64(a.size)
 	}
-	p.mu.Unlock()
-	if len(out) == 0 || h.opts.Transport == nil {
-		return
-	}
-	batches := map[uint64]*Batch{}
-	var order []uint64
-	for _, a := range out {
-		b := batches[a.to]
-		if b == nil {
-			b = &Batch{From: h.id}
-			batches[a.to] = b
-			order = append(order, a.to)
+	if n > 0 && h.opts.Transport != nil {
+		batches := map[uint64]*Batch{}
+		var order []uint64
+		for _, a := range out {
+			b := batches[a.to]
+			if b == nil {
+				b = &Batch{From: h.id}
+				batches[a.to] = b
+				order = append(order, a.to)
+			}
+			b.Messages = append(b.Messages, GroupMessage{Group: a.group, Msg: a.m})
 		}
-		b.Messages = append(b.Messages, GroupMessage{Group: a.group, Msg: a.m})
+		for _, to := range order {
+			h.opts.Transport.Send(to, batches[to])
+		}
 	}
-	for _, to := range order {
-		h.opts.Transport.Send(to, batches[to])
-	}
+	rest := copy(p.held, p.held[n:])
+	clear(p.held[rest:])
+	p.held = p.held[:rest]
 }
 
 // LearnerPacing reports the learner pacer's state: bytes of MsgApps to learners sent at

@@ -106,18 +106,24 @@ func (h *Host) worker() {
 	}
 }
 
-// processAll is one worker round: it runs the groups taken off the ready queue, then sends
-// their traffic.
+// processAll is one worker round: it runs the groups taken off the ready queue, sends
+// their traffic, and only then lets them go. A group released before its round's traffic
+// is sent could run again on another worker, whose round may send first: a follower would
+// then get an append whose predecessor has not arrived yet and reject it, and raft would
+// fall back to probing it: one append per round trip, and the entries in flight sent again.
 func (h *Host) processAll(batch []*group, ob *outbox) {
 	for _, g := range batch {
-		if h.process(g, ob) {
+		g.again = h.process(g, ob)
+	}
+	ob.flush()
+	for _, g := range batch {
+		if g.again {
 			g.sched.Store(1) // still ours: run it again later
 			h.readyQ.push(g)
 		} else if finish(&g.sched) {
 			h.readyQ.push(g)
 		}
 	}
-	ob.flush()
 }
 
 // ticker ticks every group once per TickInterval. A group the worker is not using is
