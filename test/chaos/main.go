@@ -341,7 +341,19 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	}
 	sleepCtx(ctx, 3*time.Second)
 	stopLoad()
-	wg.Wait()
+	loadDone := make(chan struct{})
+	go func() { wg.Wait(); close(loadDone) }()
+	if schedErr != nil {
+		// A failed session may have left a partition that takes no acks=all write (a
+		// recovery cut short leaves it on one replica, below min.insync.racks), and a
+		// producer blocked on its full buffer would hold the exit for ever.
+		select {
+		case <-loadDone:
+		case <-time.After(90 * time.Second):
+			return nil, fmt.Errorf("%w (the load did not stop within 90 s; the history is cut short)", schedErr)
+		}
+	}
+	<-loadDone
 	if err := rec.Close(); err != nil && schedErr == nil {
 		schedErr = err
 	}

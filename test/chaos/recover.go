@@ -457,7 +457,10 @@ func (r *recoverer) afterRecovery(ctx context.Context, victims []int32, done []r
 	for _, d := range done {
 		err := poll(ctx, 60*time.Second, 100*time.Millisecond, func() (bool, error) {
 			st, err := r.cl.PartitionStatus(ctx, int(d.base), d.topic, d.p)
-			return err == nil && st.IsLeader && slices.Equal(st.Replicas, []int32{d.base}), err
+			if err == nil && !(st.IsLeader && slices.Equal(st.Replicas, []int32{d.base})) {
+				err = fmt.Errorf("broker %d reports leader %d, replicas %v", d.base, st.Leader, st.Replicas)
+			}
+			return err == nil, err
 		})
 		if err != nil {
 			return fmt.Errorf("%s is not led by its base %d on its own: %w", d, d.base, err)
