@@ -375,6 +375,7 @@ func (r *recoverer) cutAndCatchUp(ctx context.Context, victims []int32) error {
 			if slices.Contains(victims, id) {
 				continue
 			}
+			began := time.Now()
 			err := poll(ctx, 20*time.Second, 50*time.Millisecond, func() (bool, error) {
 				st, err := r.cl.PartitionStatus(ctx, int(id), topic, p)
 				return err == nil && st.Committed >= committed, err
@@ -382,6 +383,7 @@ func (r *recoverer) cutAndCatchUp(ctx context.Context, victims []int32) error {
 			if err != nil {
 				return fmt.Errorf("survivor %d of %s/%d did not commit up to %d: %w", id, topic, p, committed, err)
 			}
+			r.logf("recover: survivor %d of %s/%d committed up to %d in %v", id, topic, p, committed, time.Since(began).Round(time.Millisecond))
 		}
 	}
 	return nil
