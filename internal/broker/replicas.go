@@ -40,16 +40,22 @@ func (b *Broker) partitionDir(name string, id controller.TopicID, p int32) strin
 // reconcileLoop follows the controller state: each change opens the replicas newly
 // assigned here, closes and removes those no longer assigned, and applies config changes
 // and the brokers' declared racks (min.insync.racks).
+//
+// Each round takes the next change's channel before reconcile reads the state, so a change
+// applied while a reconcile runs (a second force recovery recorded while the first rebuilds
+// its replica) wakes it again; taken after, the round would wait for yet another change,
+// which a quiet cluster may never make. The first round also covers what changed between
+// New's reconcile and the loop's start.
 func (b *Broker) reconcileLoop() {
 	for {
 		ch := b.svc.Load().Changed()
+		if err := b.reconcile(); err != nil {
+			b.lg.Error("following the cluster metadata", "err", err)
+		}
 		select {
 		case <-b.ctx.Done():
 			return
 		case <-ch:
-		}
-		if err := b.reconcile(); err != nil {
-			b.lg.Error("following the cluster metadata", "err", err)
 		}
 	}
 }

@@ -4,6 +4,7 @@
 //	go run ./test/chaos --duration 60s --seed 7 --mode strict --faults kill,pause,partition,power
 //	go run ./test/chaos --duration 60s --faults rack --racks r1,r2,r3 --min-insync-racks 2 --link-delay 0.2ms,2ms
 //	go run ./test/chaos --duration 3m --brokers 5 --faults kill,pause,partition,move
+//	go run ./test/chaos --duration 5m --brokers 5 --min-insync-racks 3 --faults recover,kill,partition
 //
 // It starts --brokers cairn processes behind link proxies (test/chaos/faults), runs
 // idempotent franz-go producers and a consumer that record every operation
@@ -20,6 +21,14 @@
 // change now and then), cancels a move under way, or moves a leadership, through kadm and
 // the admin HTTP API by turns; moves run on while the other faults hit them, and a summary
 // line counts how they ended. It is not lossy: the checker holds it to the mode's rule.
+//
+// The recover fault (recover.go) kills a majority of a partition's replicas' brokers for
+// good, force-recovers the partition from the survivor through the admin API, brings the
+// dead back on their old data (they must delete it, and never lead it) and moves the
+// partition back to three replicas. It runs alone (no other fault is active during a step)
+// and only where no acknowledged write can be lost: strict mode, every broker in a rack of
+// its own, min.insync.racks 3 = RF, five brokers or more; the session refuses anything else.
+// A summary line counts the recoveries, their may_lose and the failures.
 //
 // Modes:
 //   - strict: acks=-1 on a strict topic; any mix of the chosen faults on any number of
@@ -78,7 +87,7 @@ type config struct {
 }
 
 // faultKinds are the faults --faults may name, in the order the schedule draws from.
-var faultKinds = []string{"kill", "pause", "partition", "power", "rack", "move"}
+var faultKinds = []string{"kill", "pause", "partition", "power", "rack", "move", "recover"}
 
 // rackSubFaults are what a rack fault does to every broker of the rack.
 var rackSubFaults = []string{"kill", "pause", "partition", "power"}
@@ -94,7 +103,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", time.Minute, "how long faults are injected (the session also sets up, heals and checks)")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
 	flag.StringVar(&mode, "mode", "strict", "strict, write-caching or acks1")
-	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power, rack (a whole rack at once), move (partition moves, cancels and leadership moves)")
+	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power, rack (a whole rack at once), move (partition moves, cancels and leadership moves), recover (a partition's majority lost for good and force-recovered; needs --mode strict, --brokers 5+, --min-insync-racks 3, a rack per broker, no move)")
 	flag.IntVar(&cfg.brokers, "brokers", 3, "number of brokers")
 	flag.IntVar(&cfg.partitions, "partitions", 3, "partitions of the topic (replication factor = min(3, brokers))")
 	flag.IntVar(&cfg.producers, "producers", 3, "idempotent producers")
@@ -149,6 +158,9 @@ func main() {
 	}
 	if cfg.rate < 0 {
 		fail(errors.New("--rate must not be negative"))
+	}
+	if err := recoverConfigError(cfg); err != nil {
+		fail(err)
 	}
 	if cfg.seed == 0 {
 		cfg.seed = uint64(time.Now().UnixNano())
@@ -261,6 +273,14 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		}
 		defer mv.Close()
 	}
+	var rv *recoverer
+	if cfg.faults["recover"] {
+		if rv, err = newRecoverer(cl, rec, cfg); err != nil {
+			rec.Close()
+			return nil, err
+		}
+		defer rv.Close()
+	}
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i := range cfg.producers {
@@ -284,7 +304,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		}()
 	}
 
-	schedErr := schedule(ctx, cl, rec, cfg, mv)
+	schedErr := schedule(ctx, cl, rec, cfg, mv, rv)
 	// Heal everything, let the load run on a healthy cluster for a moment, then stop it.
 	cl.HealAll()
 	var down []int
@@ -313,9 +333,27 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 			fmt.Printf("  warning: partitions %v still list a move %v after the faults healed\n", stats.StillMoving, cfg.moveTimeout+30*time.Second)
 		}
 	}
+	if rv != nil {
+		fmt.Println("chaos:", rv.stats.String())
+		for _, f := range rv.stats.failures {
+			fmt.Println("  recover failed:", f)
+		}
+	}
 	sleepCtx(ctx, 3*time.Second)
 	stopLoad()
-	wg.Wait()
+	loadDone := make(chan struct{})
+	go func() { wg.Wait(); close(loadDone) }()
+	if schedErr != nil {
+		// A failed session may have left a partition that takes no acks=all write (a
+		// recovery cut short leaves it on one replica, below min.insync.racks), and a
+		// producer blocked on its full buffer would hold the exit for ever.
+		select {
+		case <-loadDone:
+		case <-time.After(90 * time.Second):
+			return nil, fmt.Errorf("%w (the load did not stop within 90 s; the history is cut short)", schedErr)
+		}
+	}
+	<-loadDone
 	if err := rec.Close(); err != nil && schedErr == nil {
 		schedErr = err
 	}
@@ -330,8 +368,12 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	for process, opts := range consumers {
 		followerReaders[process] = opts != nil
 	}
-	return history.CheckFile(filepath.Join(cfg.out, "history.jsonl"), final, history.Options{
+	res, err := history.CheckFile(filepath.Join(cfg.out, "history.jsonl"), final, history.Options{
 		Mode: cfg.mode, AllowSuffixLoss: cfg.mode == history.WriteCaching && power, FollowerReaders: followerReaders})
+	if err == nil && rv != nil && rv.stats.Failures > 0 {
+		err = fmt.Errorf("%d recover steps failed", rv.stats.Failures)
+	}
+	return res, err
 }
 
 // produceLoop sends unique values from one goroutine (so the invocation order is the send
@@ -390,8 +432,9 @@ func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder,
 }
 
 // schedule injects faults drawn from the seed until the duration passes; mv injects the
-// move faults (nil when --faults has no move).
-func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cfg config, mv *mover) error {
+// move faults (nil when --faults has no move) and rv the recover faults (nil without
+// recover). Each fault is undone before the next is drawn, moves aside.
+func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cfg config, mv *mover, rv *recoverer) error {
 	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
 	var kinds []string
 	for _, k := range faultKinds {
@@ -408,6 +451,12 @@ func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cf
 		if kind == "move" {
 			if err := mv.fault(ctx); err != nil {
 				return fmt.Errorf("move fault: %w", err)
+			}
+			continue
+		}
+		if kind == "recover" {
+			if err := rv.fault(ctx); err != nil {
+				return fmt.Errorf("recover fault: %w", err)
 			}
 			continue
 		}

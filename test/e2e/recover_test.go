@@ -161,3 +161,54 @@ func TestForceRecoverRebuildsTheOtherSurvivors(t *testing.T) {
 		replicaGone(t, b, "fr5")
 	}
 }
+
+// TestForceRecoverSeveralPartitionsFromOneBase: one confirmation recovers two partitions
+// whose base is the same broker. The base rebuilds the first while the controller records
+// the second, and nothing else changes in the cluster afterwards: it must still lead both
+// (the chaos recover fault, seed 101, once left the second leaderless until a dead broker
+// came back, 61 s later).
+func TestForceRecoverSeveralPartitionsFromOneBase(t *testing.T) {
+	bs := startCluster(t, 5)
+	cl := bs[0].Client(t)
+	topics := []string{"fra", "frb", "frc"}
+	prod := bs[0].Client(t, kgo.RequiredAcks(kgo.AllISRAcks()))
+	for _, name := range topics {
+		createOnReplicas(t, cl, name, []int32{1, 4, 5}, nil)
+		for i := range 200 {
+			prod.Produce(ctxFor(t, 30*time.Second), &kgo.Record{Topic: name, Value: []byte(fmt.Sprintf("v-%d", i))}, nil)
+		}
+	}
+	if err := prod.Flush(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	bs[3].Kill9()
+	bs[4].Kill9()
+	waitFor(t, 60*time.Second, func() bool {
+		code, body := adminCall(t, bs[1], "GET", "/v1/partitions/majority_lost?dead_nodes=4,5")
+		var plan []recoveryPlan
+		if code != 200 || json.Unmarshal(body, &plan) != nil || len(plan) != len(topics) {
+			return false
+		}
+		for _, pl := range plan {
+			if pl.Problem != "" || pl.Base != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	r, code := clusterCLI(t, bs[1], "partitions", "force-recover", "--from-nodes", "4,5", "--yes")
+	if code != 0 {
+		t.Fatalf("force-recover: exit %d\n%s", code, r)
+	}
+	for _, name := range topics {
+		var st PartitionStatus
+		waitFor(t, 20*time.Second, func() bool {
+			var ok bool
+			st, ok = adminPartition(bs[0], name, 0)
+			return ok && st.IsLeader && slices.Equal(st.Replicas, []int32{1})
+		})
+		if st.LogEnd < 200 {
+			t.Errorf("%s/0 after the recovery ends at %d, want the 200 records written", name, st.LogEnd)
+		}
+	}
+}
