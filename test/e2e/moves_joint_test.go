@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -55,11 +54,8 @@ type phasedReconfiguration struct {
 
 func phasedReconfigurations(t *testing.T, b *Broker) []phasedReconfiguration {
 	t.Helper()
-	code, body := adminRequest(t, b, "GET", "/v1/partitions/reconfigurations", "")
 	var out []phasedReconfiguration
-	if code != 200 || json.Unmarshal([]byte(body), &out) != nil {
-		t.Fatalf("GET /v1/partitions/reconfigurations: %d %s", code, body)
-	}
+	getAdminJSON(t, b, "/v1/partitions/reconfigurations", &out)
 	return out
 }
 

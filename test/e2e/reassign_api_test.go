@@ -52,12 +52,19 @@ type reconfiguration struct {
 
 func reconfigurations(t *testing.T, b *Broker) []reconfiguration {
 	t.Helper()
-	code, body := adminRequest(t, b, "GET", "/v1/partitions/reconfigurations", "")
 	var out []reconfiguration
-	if code != 200 || json.Unmarshal([]byte(body), &out) != nil {
-		t.Fatalf("GET /v1/partitions/reconfigurations: %d %s", code, body)
-	}
+	getAdminJSON(t, b, "/v1/partitions/reconfigurations", &out)
 	return out
+}
+
+// getAdminJSON GETs path from b's admin API and decodes its answer into out, failing the
+// test unless it is a 200 with JSON.
+func getAdminJSON(t *testing.T, b *Broker, path string, out any) {
+	t.Helper()
+	code, body := adminRequest(t, b, "GET", path, "")
+	if code != 200 || json.Unmarshal([]byte(body), out) != nil {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
 }
 
 // TestReassignAPIsKadm: on four brokers, kadm records a move of an RF=1 partition on
