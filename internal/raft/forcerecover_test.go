@@ -16,29 +16,7 @@ import (
 // replica that joins and replays the log from index 1 does.
 func replayConfs(t *testing.T, ents []*pb.Entry) *pb.ConfState {
 	t.Helper()
-	trk := tracker.MakeProgressTracker(1, 0)
-	for _, e := range ents {
-		var cc *pb.ConfChangeV2
-		switch e.GetType() {
-		case pb.EntryConfChange:
-			v1 := &pb.ConfChange{}
-			if err := proto.Unmarshal(e.GetData(), v1); err != nil {
-				t.Fatal(err)
-			}
-			cc = v1.AsV2()
-		case pb.EntryConfChangeV2:
-			cc = &pb.ConfChangeV2{}
-			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			continue
-		}
-		var err error
-		if trk, err = applyConf(trk, cc, e.GetIndex()); err != nil {
-			t.Fatalf("replaying the change at %d: %v", e.GetIndex(), err)
-		}
-	}
+	trk := replayTracker(t, tracker.MakeProgressTracker(1, 0), ents)
 	return trk.ConfState()
 }
 
@@ -131,4 +109,112 @@ func TestForceSoleVoterRefusesAReplicaWithoutAConfiguration(t *testing.T) {
 	if _, err := ls.ForceSoleVoter(0); err == nil {
 		t.Fatal("forcing node id 0 was accepted")
 	}
+}
+
+// FuzzForceSoleVoter: from any valid history of configuration changes, some applied and
+// some not, forcing any replica to be the only voter leaves a log whose replay from its
+// first entry ends in that replica alone, as the state file says.
+func FuzzForceSoleVoter(f *testing.F) {
+	f.Add([]byte{3, 1, 2, 0, 4, 1, 5, 2, 1})
+	f.Add([]byte{1, 0, 9, 3, 2, 3, 4, 7, 7, 7})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		next := func() byte {
+			if len(b) == 0 {
+				return 0
+			}
+			v := b[0]
+			b = b[1:]
+			return v
+		}
+		ls, err := Open(storage.Options{FS: storage.NewMemFS(), Dir: "g", SegmentBytes: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ls.Close()
+		voters := []uint64{1, 2, 3}[:1+int(next())%3]
+		if err := ls.bootstrapInLog(&pb.ConfState{Voters: voters}); err != nil {
+			t.Fatal(err)
+		}
+		trk := tracker.MakeProgressTracker(1, 0)
+		ents, _ := ls.Entries(1, ls.WrittenIndex()+1, 1<<30)
+		trk = replayTracker(t, trk, ents)
+		applied := int(next()) % 8
+		for i := 0; i < 8 && len(b) > 0; i++ {
+			var cc *pb.ConfChangeV2
+			switch op := next() % 4; op {
+			case 0:
+				cc = &pb.ConfChangeV2{}
+			default:
+				typ := []pb.ConfChangeType{pb.ConfChangeType_ConfChangeAddNode, pb.ConfChangeType_ConfChangeAddLearnerNode, pb.ConfChangeType_ConfChangeRemoveNode}[op-1]
+				cc = &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: typ.Enum(), NodeId: new(uint64(1 + next()%5))}}}
+				if next()%2 == 1 {
+					cc.Transition = pb.ConfChangeTransition_ConfChangeTransitionJointExplicit.Enum()
+				}
+			}
+			tried, err := applyConf(trk, cc, ls.WrittenIndex())
+			if err != nil || len(tried.Voters[0]) == 0 {
+				continue // not a change raft would accept here
+			}
+			trk = tried
+			data, _ := proto.Marshal(cc)
+			idx := ls.WrittenIndex() + 1
+			if err := ls.Append([]*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Term: new(uint64(2)), Index: new(idx), Data: data}}); err != nil {
+				t.Fatal(err)
+			}
+			if i < applied {
+				if err := ls.SetConfState(idx, trk.ConfState()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		cs := trk.ConfState()
+		members := append(append(append(slices.Clone(cs.GetVoters()), cs.GetLearners()...), cs.GetVotersOutgoing()...), cs.GetLearnersNext()...)
+		id := members[int(next())%len(members)]
+		fv, err := ls.ForceSoleVoter(id)
+		if err != nil {
+			t.Fatalf("forcing %d in %v: %v", id, cs, err)
+		}
+		all, err := ls.Entries(1, fv.Index+1, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := replayConfs(t, all)
+		if !slices.Equal(got.GetVoters(), []uint64{id}) || len(got.GetLearners())+len(got.GetVotersOutgoing())+len(got.GetLearnersNext()) != 0 {
+			t.Fatalf("forcing %d in %v: the log replays to %v", id, cs, got)
+		}
+		if last := ls.st.Confs[len(ls.st.Confs)-1]; last.Index != fv.Index || !slices.Equal(last.CS.GetVoters(), []uint64{id}) {
+			t.Fatalf("state: configuration %v at %d, forced to %d", last.CS, last.Index, fv.Index)
+		}
+		if _, _, commit := ls.HardState(); commit != fv.Index {
+			t.Fatalf("commit %d, forced to %d", commit, fv.Index)
+		}
+	})
+}
+
+// replayTracker applies ents' configuration changes to trk.
+func replayTracker(t *testing.T, trk tracker.ProgressTracker, ents []*pb.Entry) tracker.ProgressTracker {
+	t.Helper()
+	for _, e := range ents {
+		var cc *pb.ConfChangeV2
+		switch e.GetType() {
+		case pb.EntryConfChange:
+			v1 := &pb.ConfChange{}
+			if err := proto.Unmarshal(e.GetData(), v1); err != nil {
+				t.Fatal(err)
+			}
+			cc = v1.AsV2()
+		case pb.EntryConfChangeV2:
+			cc = &pb.ConfChangeV2{}
+			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			continue
+		}
+		var err error
+		if trk, err = applyConf(trk, cc, e.GetIndex()); err != nil {
+			t.Fatalf("replaying the change at %d: %v", e.GetIndex(), err)
+		}
+	}
+	return trk
 }
