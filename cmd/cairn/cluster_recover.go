@@ -39,6 +39,19 @@ type lostPartition struct {
 	Problem         string `json:"problem"`
 }
 
+// recoverRequest is the body of POST /v1/partitions/force_recover_from_nodes: each
+// partition with the base the operator was shown, so that a changed plan is refused.
+type recoverRequest struct {
+	DeadNodes  []int32              `json:"dead_nodes"`
+	Partitions []confirmedPartition `json:"partitions"`
+}
+
+type confirmedPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Base      int32  `json:"base"`
+}
+
 type recoverResult struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
@@ -107,21 +120,10 @@ survivors then copy the base's log again. Afterwards, restore the replication fa
 			if !cf.json {
 				printRecoveryPlan(out, plan)
 			}
-			req := struct {
-				DeadNodes  []int32 `json:"dead_nodes"`
-				Partitions []struct {
-					Topic     string `json:"topic"`
-					Partition int32  `json:"partition"`
-					Base      int32  `json:"base"`
-				} `json:"partitions"`
-			}{DeadNodes: dead}
+			req := recoverRequest{DeadNodes: dead}
 			for _, lp := range plan {
 				if lp.Problem == "" {
-					req.Partitions = append(req.Partitions, struct {
-						Topic     string `json:"topic"`
-						Partition int32  `json:"partition"`
-						Base      int32  `json:"base"`
-					}{lp.Topic, lp.Partition, lp.Base})
+					req.Partitions = append(req.Partitions, confirmedPartition{lp.Topic, lp.Partition, lp.Base})
 				}
 			}
 			if len(req.Partitions) == 0 {
