@@ -106,11 +106,15 @@ func TestPartitionMoveRecordListCancel(t *testing.T) {
 		t.Fatalf("a refused second move changed the record: %v", got)
 	}
 
-	// Cancel goes back to the original replicas; cancelling again is accepted.
-	for range 2 {
-		if err := b.AlterPartitionReassignment("t", 0, nil); err != nil {
-			t.Fatalf("cancel: %v", err)
-		}
+	// Cancel goes back to the original replicas; cancelling again is accepted while the
+	// cancelled move is still listed. The driver may take it to its end between the two
+	// (no learner ever caught up), and then there is no move left to cancel.
+	if err := b.AlterPartitionReassignment("t", 0, nil); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if err := b.AlterPartitionReassignment("t", 0, nil); err != nil &&
+		(err.Code != kerr.NoReassignmentInProgress || len(b.PartitionReassignments(nil)) != 0) {
+		t.Fatalf("cancelling again: %v", err)
 	}
 	// The move driver may already have taken the cancelled move to its end (brokers 7 and
 	// 8 never run, so no learner was caught up): listed, it must show the cancel; then it
