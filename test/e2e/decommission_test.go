@@ -132,18 +132,20 @@ func TestDecommissionLiveBroker(t *testing.T) {
 	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= 2000 })
 
 	decommission(t, bs[2], 1)
-	if m := membershipOf(t, bs[3], 1); m != "draining" && m != "decommissioned" {
-		t.Fatalf("broker 1 membership %q right after decommission", m)
-	}
+	// Broker 3's controller replica applies the committed command on its own
+	// schedule, so it may take a moment to show it.
+	waitFor(t, 10*time.Second, func() bool {
+		m := membershipOf(t, bs[3], 1)
+		return m == "draining" || m == "decommissioned"
+	})
 	// A second decommission of the same broker is refused.
 	if code, body := adminRequest(t, bs[1], "PUT", "/v1/brokers/1/decommission", ""); code != 409 || !strings.Contains(body, "already") {
 		t.Fatalf("second decommission: %d %s", code, body)
 	}
 	waitDecommissioned(t, bs[1], 1, 3*time.Minute)
 	holdsNoReplica(t, adm, 1, "dlive", "dmore")
-	if inControllerGroup(t, bs[3], 1) {
-		t.Fatal("broker 1 is still in the controller group")
-	}
+	// The configuration change reaches each controller replica in its own time.
+	waitFor(t, 10*time.Second, func() bool { return !inControllerGroup(t, bs[3], 1) })
 	if m := membershipOf(t, bs[1], 1); m != "decommissioned" {
 		t.Fatalf("membership_status %q", m)
 	}
@@ -168,9 +170,8 @@ func TestDecommissionDeadBroker(t *testing.T) {
 	decommission(t, bs[1], 1)
 	waitDecommissioned(t, bs[2], 1, 3*time.Minute)
 	holdsNoReplica(t, adm, 1, "ddead")
-	if inControllerGroup(t, bs[1], 1) {
-		t.Fatal("broker 1 is still in the controller group")
-	}
+	// The configuration change reaches each controller replica in its own time.
+	waitFor(t, 10*time.Second, func() bool { return !inControllerGroup(t, bs[1], 1) })
 	n := load.log.count()
 	waitFor(t, 30*time.Second, func() bool { return load.log.count() >= n+500 })
 	acked := load.stop()
