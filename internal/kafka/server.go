@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/broker"
+	"github.com/cairn-io/cairn/internal/security"
 )
 
 // Limits that keep per-connection memory bounded.
@@ -130,7 +131,7 @@ type Server struct {
 	unfilled frameReserve
 
 	mu    sync.Mutex
-	ln    net.Listener
+	lns   []net.Listener
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 	done  chan struct{}
@@ -144,10 +145,16 @@ func NewServer(b *broker.Broker, lg *slog.Logger, m Metrics) *Server {
 	return &Server{b: b, lg: lg, metrics: m, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
 }
 
-// Serve accepts connections on ln until Close.
+// Serve accepts connections on ln, as a PLAINTEXT listener, until Close.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.ServeListener(ln, Listener{Name: "PLAINTEXT"})
+}
+
+// ServeListener accepts connections on ln until Close, each served as listener l says. A
+// server may serve several listeners at once, each from its own goroutine.
+func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 	s.mu.Lock()
-	s.ln = ln
+	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
 	for {
 		c, err := ln.Accept()
@@ -177,7 +184,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(c)
+			s.serveConn(c, l)
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
@@ -195,8 +202,8 @@ func (s *Server) Close() {
 	default:
 	}
 	close(s.done)
-	if s.ln != nil {
-		s.ln.Close()
+	for _, ln := range s.lns {
+		ln.Close()
 	}
 	for c := range s.conns {
 		c.Close()
@@ -225,12 +232,13 @@ type pending struct {
 	close   bool // close the connection after this slot
 }
 
-func (s *Server) serveConn(c net.Conn) {
+func (s *Server) serveConn(c net.Conn, l Listener) {
 	if s.metrics != nil {
 		s.metrics.ConnectionOpened()
 		defer s.metrics.ConnectionClosed()
 	}
-	ctx, cancel := context.WithCancel(withClientHost(context.Background(), c.RemoteAddr()))
+	sess := &session{listener: l, principal: security.Anonymous}
+	ctx, cancel := context.WithCancel(withSession(withClientHost(context.Background(), c.RemoteAddr()), sess))
 	defer cancel()
 	defer c.Close()
 
