@@ -85,3 +85,10 @@ func DeriveScramCredential(mechanism, user, password string, iterations int, sal
 	}
 	return ScramCredential{Mechanism: mechanism, Iterations: iterations, Salt: salt, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey}, nil
 }
+
+// CredentialStore finds a user's SCRAM credential for a mechanism. The broker implements it
+// over the controller's replicated state; PLAIN checks a password against the same
+// credentials, so a user exists once for every mechanism it has a credential for.
+type CredentialStore interface {
+	ScramCredential(user, mechanism string) (ScramCredential, bool)
+}
