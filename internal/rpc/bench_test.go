@@ -2,23 +2,54 @@ package rpc
 
 import (
 	"context"
+	"crypto/x509/pkix"
 	"testing"
+
+	"github.com/cairn-io/cairn/internal/tlsconf"
+	"github.com/cairn-io/cairn/internal/tlsconf/tlstest"
 )
 
 // BenchmarkSendLoopback measures 100-byte messages from one node to another over loopback,
 // through SendWait, until the receiver has them all.
 func BenchmarkSendLoopback(b *testing.B) {
+	benchmarkSend(b, testOptions(2, nil), testOptions(1, nil))
+}
+
+// BenchmarkSendLoopbackTLS is BenchmarkSendLoopback with mutual TLS, as a broker with
+// rpc.tls.enabled runs it.
+func BenchmarkSendLoopbackTLS(b *testing.B) {
+	dir := b.TempDir()
+	ca, err := tlstest.NewCA(dir, "cluster")
+	if err != nil {
+		b.Fatal(err)
+	}
+	node := func(id int32, cn string) Options {
+		l, err := ca.Issue(pkix.Name{CommonName: cn})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := tlsconf.New(tlsconf.Files{Cert: l.CertFile, Key: l.KeyFile, CA: l.CAFile, ClientAuth: tlsconf.ClientAuthRequired})
+		if err != nil {
+			b.Fatal(err)
+		}
+		o := testOptions(id, nil)
+		o.TLS = &TLSConfig{Server: r.ServerConfig(), Client: r.MutualClientConfig()}
+		return o
+	}
+	benchmarkSend(b, node(2, "node2"), node(1, "node1"))
+}
+
+func benchmarkSend(b *testing.B, ro, to Options) {
 	done := make(chan struct{})
 	want := b.N
 	n := 0
-	o := testOptions(2, nil)
-	o.Handler = func(int32, uint8, []byte) {
+	ro.Handler = func(int32, uint8, []byte) {
 		n++
 		if n == want {
 			close(done)
 		}
 	}
-	rx, err := New(o)
+	rx, err := New(ro)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -26,7 +57,7 @@ func BenchmarkSendLoopback(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer rx.Close()
-	tx, err := New(testOptions(1, nil))
+	tx, err := New(to)
 	if err != nil {
 		b.Fatal(err)
 	}

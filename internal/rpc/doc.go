@@ -73,6 +73,16 @@
 // receiver's Options.MaxFrameBytes, whose version or kind is unknown, or whose body does not
 // decode exactly closes the connection; nothing in a bad batch is delivered.
 //
+// # TLS
+//
+// With Options.TLS every connection, probes included, is mutual TLS, and the TLS handshake
+// completes (within HandshakeTimeout) before the hello is read: a node without a certificate
+// from the cluster's CA is closed before anything it sends is decoded, and never reaches the
+// Handler. A plaintext hello on a TLS listener is answered with a refusing ack that says so;
+// a TLS hello on a plaintext listener likewise, which the TLS dialler reports as a peer that
+// answered in plaintext. Failures are counted (Stats.InboundTLSFailures,
+// PeerStats.TLSFailures) and logged at most once per five seconds.
+//
 // # Heartbeats
 //
 // heartbeat.go holds a coalescer of per-group heartbeats into one message per peer and tick.

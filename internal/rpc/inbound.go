@@ -47,14 +47,32 @@ func (t *Transport) acceptLoop(ln net.Listener) {
 }
 
 // serve runs one inbound connection: the handshake, then batches until error or Close.
-func (t *Transport) serve(c net.Conn) {
+func (t *Transport) serve(raw net.Conn) {
 	defer t.wg.Done()
-	defer t.untrack(c)
-	remote := c.RemoteAddr().String()
+	defer t.untrack(raw)
+	remote := raw.RemoteAddr().String()
+	c := raw
+	if t.opts.TLS != nil {
+		var ok bool
+		if c, ok = t.acceptTLS(raw, remote); !ok {
+			return
+		}
+	}
 	br := bufio.NewReaderSize(c, 64<<10)
 	var hdr [frameHeaderLen]byte
 
 	c.SetReadDeadline(time.Now().Add(t.opts.HandshakeTimeout))
+	if t.opts.TLS == nil {
+		if b, err := br.Peek(2); err == nil && looksLikeTLS(b) {
+			t.counters.rejected.Add(1)
+			t.tlsLog.warn(t.log, "rpc: refusing inbound connection", "remote", remote, "reason", reasonNoTLS)
+			// A TLS dialler takes this frame for a record that is not TLS and says the peer
+			// answered in plaintext (describeTLSError); the reason is for a capture.
+			c.SetWriteDeadline(time.Now().Add(t.opts.HandshakeTimeout))
+			c.Write(appendAck(nil, ack{OK: false, From: t.opts.NodeID, Reason: reasonNoTLS}))
+			return
+		}
+	}
 	body, err := readFrame(br, &hdr, maxHelloFrame)
 	var h hello
 	if err == nil {
@@ -95,7 +113,7 @@ func (t *Transport) serve(c net.Conn) {
 
 	// One delivering connection per sender: a newer one replaces the older, and waits for the
 	// older reader to stop so that the handler still sees the sender's messages in order.
-	me := &inboundConn{conn: c, done: make(chan struct{})}
+	me := &inboundConn{conn: raw, done: make(chan struct{})}
 	defer close(me.done)
 	t.mu.Lock()
 	prev := t.inbound[h.From]

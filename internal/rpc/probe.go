@@ -3,6 +3,7 @@ package rpc
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -18,13 +19,22 @@ const ProbeNodeID int32 = 0
 func (t *Transport) Probe(ctx context.Context, addr string) (int32, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.opts.DialTimeout)
 	defer cancel()
-	return Probe(ctx, addr, t.opts.NodeID, t.opts.ClusterID)
+	var cfg *tls.Config
+	if t.opts.TLS != nil {
+		cfg = t.opts.TLS.Client
+	}
+	return probe(ctx, addr, t.opts.NodeID, t.opts.ClusterID, cfg)
 }
 
 // Probe dials addr, sends a hello from node from to ProbeNodeID in cluster clusterID, and
 // returns the node id the listener acks with. A listener of another cluster refuses; the
-// error carries its reason. ctx bounds the whole exchange.
+// error carries its reason. ctx bounds the whole exchange. It speaks plaintext; a
+// transport's Probe uses the transport's TLS.
 func Probe(ctx context.Context, addr string, from int32, clusterID string) (int32, error) {
+	return probe(ctx, addr, from, clusterID, nil)
+}
+
+func probe(ctx context.Context, addr string, from int32, clusterID string, tlsCfg *tls.Config) (int32, error) {
 	if len(clusterID) > maxClusterID {
 		return 0, fmt.Errorf("rpc: cluster id longer than %d bytes", maxClusterID)
 	}
@@ -42,6 +52,11 @@ func Probe(ctx context.Context, addr string, from int32, clusterID string) (int3
 	// Unblock the reads below when ctx ends before the deadline.
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
+	if tlsCfg != nil {
+		if c, err = clientTLS(ctx, c, tlsCfg, addr); err != nil {
+			return 0, fmt.Errorf("probe %s: %w", addr, err)
+		}
+	}
 	if _, err := c.Write(appendHello(nil, hello{From: from, To: ProbeNodeID, Cluster: clusterID})); err != nil {
 		return 0, fmt.Errorf("probe %s: %w", addr, err)
 	}

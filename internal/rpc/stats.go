@@ -11,6 +11,7 @@ type peerCounters struct {
 	dropped, backpressured           uint64
 	connects, reconnects             uint64
 	dialFailures                     uint64
+	tlsFailures                      uint64
 }
 
 // recvCounters are the inbound counters of one sender.
@@ -22,6 +23,7 @@ type transportCounters struct {
 	rejected    atomic.Uint64
 	frameErrors atomic.Uint64
 	probes      atomic.Uint64
+	tlsFailures atomic.Uint64
 }
 
 // PeerStats is a snapshot of the counters for one node. Sent counters exist for configured
@@ -48,6 +50,9 @@ type PeerStats struct {
 	Connects      uint64 // successful handshakes
 	Reconnects    uint64 // successful handshakes after the first
 	DialFailures  uint64 // failed dials and handshakes
+	// TLSFailures counts dials whose TLS handshake failed (also in DialFailures): the peer's
+	// certificate is not the cluster CA's, or it refused ours, or it has TLS off.
+	TLSFailures uint64
 
 	QueuedMessages uint64
 	QueuedBytes    uint64 // encoded bytes, including the batch being written
@@ -63,6 +68,10 @@ type Stats struct {
 	InboundFrameErrors uint64
 	// ProbesAnswered counts probe handshakes (see Probe) this node answered.
 	ProbesAnswered uint64
+	// InboundTLSFailures counts inbound connections closed because their TLS handshake
+	// failed: no certificate, one the cluster CA did not sign, a plaintext dialler, garbage,
+	// or nothing at all within HandshakeTimeout.
+	InboundTLSFailures uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -99,6 +108,7 @@ func (t *Transport) Stats() Stats {
 		s.MessagesSent, s.BytesSent, s.BatchesSent = c.msgsSent, c.bytesSent, c.batchesSent
 		s.Dropped, s.Backpressured = c.dropped, c.backpressured
 		s.Connects, s.Reconnects, s.DialFailures = c.connects, c.reconnects, c.dialFailures
+		s.TLSFailures = c.tlsFailures
 	}
 	for id, r := range recv {
 		s := get(id)
@@ -108,6 +118,7 @@ func (t *Transport) Stats() Stats {
 		InboundRejected:    t.counters.rejected.Load(),
 		InboundFrameErrors: t.counters.frameErrors.Load(),
 		ProbesAnswered:     t.counters.probes.Load(),
+		InboundTLSFailures: t.counters.tlsFailures.Load(),
 	}
 	for _, s := range byID {
 		out.Peers = append(out.Peers, *s)

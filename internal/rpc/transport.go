@@ -36,6 +36,9 @@ type Options struct {
 	// discards received messages.
 	Handler Handler
 	Logger  *slog.Logger // default: discard
+	// TLS, when set, puts every connection under mutual TLS (see TLSConfig); nil is
+	// plaintext. A node with TLS and one without cannot talk, and both log why.
+	TLS *TLSConfig
 
 	// MaxBatchBytes bounds the encoded messages the writer puts in one batch (default 1 MiB).
 	// A single larger message still goes alone in its own batch.
@@ -55,8 +58,10 @@ type Options struct {
 	// from whatever queued while the previous write ran).
 	BatchWindow time.Duration
 
-	DialTimeout      time.Duration // dial plus handshake (default 5 s)
-	HandshakeTimeout time.Duration // inbound: time allowed for the hello (default 5 s)
+	DialTimeout time.Duration // dial plus handshake (default 5 s)
+	// HandshakeTimeout is, inbound, the time allowed for the TLS handshake and again for
+	// the hello (default 5 s).
+	HandshakeTimeout time.Duration
 	WriteTimeout     time.Duration // one batch write; past it the connection is dropped (default 10 s)
 	MinBackoff       time.Duration // first redial delay after a failure (default 50 ms)
 	MaxBackoff       time.Duration // cap on the redial delay (default 2 s)
@@ -113,6 +118,7 @@ type Transport struct {
 	inbound  map[int32]*inboundConn  // the current inbound connection per sender
 	received map[int32]*recvCounters // per sender
 	counters transportCounters
+	tlsLog   logLimiter // failed TLS handshakes, inbound and outbound
 }
 
 // New returns a Transport; Start makes it listen. Peers may be added before or after Start.
@@ -128,6 +134,11 @@ func New(opts Options) (*Transport, error) {
 	if maxMsg < msgHeaderLen {
 		return nil, errors.New("rpc: MaxFrameBytes or MaxQueueBytes too small for any message")
 	}
+	if opts.TLS != nil {
+		if err := opts.TLS.check(); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{
 		opts:     opts,
@@ -139,6 +150,7 @@ func New(opts Options) (*Transport, error) {
 		conns:    map[net.Conn]struct{}{},
 		inbound:  map[int32]*inboundConn{},
 		received: map[int32]*recvCounters{},
+		tlsLog:   logLimiter{every: 5 * time.Second},
 	}, nil
 }
 
@@ -322,7 +334,7 @@ func (t *Transport) track(c net.Conn) bool {
 
 func (t *Transport) untrack(c net.Conn) {
 	t.mu.Lock()
-	delete(t.conns, c)
+	delete(t.conns, rawConn(c))
 	t.mu.Unlock()
 	c.Close()
 }
@@ -635,6 +647,21 @@ func (p *peer) dial(addr string) (net.Conn, <-chan struct{}, error) {
 	}
 	deadline, _ := ctx.Deadline()
 	c.SetDeadline(deadline)
+	if o.TLS != nil {
+		sc, err := clientTLS(ctx, c, o.TLS.Client, addr)
+		if err != nil {
+			p.mu.Lock()
+			p.counters.tlsFailures++
+			p.mu.Unlock()
+			p.t.tlsLog.warn(p.t.log, "rpc: TLS handshake with peer failed", "peer", p.id, "addr", addr, "err", err)
+			return fail(err)
+		}
+		// Close closes the socket either way; the rest of the exchange goes through TLS.
+		c = sc
+		p.mu.Lock()
+		p.conn = c
+		p.mu.Unlock()
+	}
 	if _, err := c.Write(appendHello(nil, hello{From: o.NodeID, To: p.id, Cluster: o.ClusterID})); err != nil {
 		return fail(err)
 	}
