@@ -41,7 +41,7 @@ func startFakeCluster(t *testing.T, partitions int32, topics ...string) (*kfake.
 // newTestRoot builds a root command like main's, wiring the client commands.
 func newTestRoot() *cobra.Command {
 	root := &cobra.Command{Use: "cairn", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newClusterCmd())
+	root.AddCommand(newTopicCmd(), newProduceCmd(), newConsumeCmd(), newClusterCmd(), newSecurityCmd())
 	return root
 }
 

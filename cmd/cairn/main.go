@@ -1,5 +1,5 @@
 // Command cairn is Cairn's single binary: `cairn start` runs a broker, and the other
-// subcommands (topic, produce, consume, group) are Kafka clients built on franz-go;
+// subcommands (topic, produce, consume, group, security) are Kafka clients built on franz-go;
 // `cairn cluster` runs cluster operations over a broker's admin HTTP API.
 package main
 
@@ -18,7 +18,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newStartCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd(), newClusterCmd(), newBenchCmd())
+	root.AddCommand(newStartCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd(), newClusterCmd(), newSecurityCmd(), newBenchCmd())
 	if err := root.Execute(); err != nil {
 		code := 1
 		var ee *exitError

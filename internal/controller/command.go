@@ -12,8 +12,8 @@ import (
 // Version is the encoding version of commands and snapshots. A decoder refuses a higher
 // version with ErrUnsupportedVersion: a replica that cannot understand a committed entry
 // must stop rather than skip it and diverge. Version 2 added the reassignment commands
-// (see sinceVersion); version 3 the decommission commands; version 4 force recovery.
-const Version = 4
+// (see sinceVersion); version 3 the decommission commands; version 4 force recovery; version 5 the SCRAM credential commands (users.go).
+const Version = 5
 
 // ErrUnsupportedVersion reports a command or snapshot of an encoding version this build
 // does not know.
@@ -154,6 +154,8 @@ var decoders = map[string]func() Command{
 	"recommission_broker":        func() Command { return &RecommissionBroker{} },
 	"mark_broker_decommissioned": func() Command { return &MarkBrokerDecommissioned{} },
 	"force_recover_partition":    func() Command { return &ForceRecoverPartition{} },
+	"upsert_scram_credential":    func() Command { return &UpsertScramCredential{} },
+	"delete_scram_credential":    func() Command { return &DeleteScramCredential{} },
 }
 
 // sinceVersion is the encoding version that introduced each command newer than version 1.
@@ -171,6 +173,8 @@ var sinceVersion = map[string]int{
 	"recommission_broker":        3,
 	"mark_broker_decommissioned": 3,
 	"force_recover_partition":    4,
+	"upsert_scram_credential":    5,
+	"delete_scram_credential":    5,
 }
 
 // envelope is the encoded form of a command: {"v":1,"op":"create_topic","body":{...}}.

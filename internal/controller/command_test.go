@@ -3,6 +3,8 @@ package controller
 import (
 	"errors"
 	"testing"
+
+	"github.com/cairn-io/cairn/internal/security"
 )
 
 func allCommands() []Command {
@@ -21,6 +23,8 @@ func allCommands() []Command {
 		&MarkReassignmentFinal{Topic: "t", Partition: 1, Goal: []int32{3, 1, 4}},
 		&CompleteReassignment{Topic: "t", Partition: 1, Replicas: []int32{3, 1, 4}},
 		&SetBrokerMaintenance{ID: 2, On: true},
+		&UpsertScramCredential{User: "alice", Credential: testCredential(security.ScramSHA256, 1)},
+		&DeleteScramCredential{User: "alice", Mechanism: security.ScramSHA512},
 	}
 }
 
@@ -71,7 +75,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 		"null":             {`null`, ErrMalformed},
 		"no version":       {`{"op":"set_cluster_id","body":{}}`, ErrMalformed},
 		"negative version": {`{"v":-1,"op":"set_cluster_id","body":{}}`, ErrMalformed},
-		"future version":   {`{"v":5,"op":"set_cluster_id","body":{}}`, ErrUnsupportedVersion},
+		"future version":   {`{"v":99,"op":"set_cluster_id","body":{}}`, ErrUnsupportedVersion},
 		"v2 op in v1":      {`{"v":1,"op":"cancel_reassignment","body":{"topic":"t","partition":0}}`, ErrMalformed},
 		"removed op":       {`{"v":1,"op":"reassign_partition","body":{"topic":"t","partition":0,"replicas":[1]}}`, ErrMalformed},
 		"unknown op":       {`{"v":1,"op":"launch","body":{}}`, ErrMalformed},
@@ -134,6 +138,10 @@ func derefCommand(c Command) Command {
 	case *CompleteReassignment:
 		return *c
 	case *SetBrokerMaintenance:
+		return *c
+	case *UpsertScramCredential:
+		return *c
+	case *DeleteScramCredential:
 		return *c
 	}
 	panic("unknown command")

@@ -3,6 +3,8 @@ package controller
 import (
 	"errors"
 	"testing"
+
+	"github.com/cairn-io/cairn/internal/security"
 )
 
 func FuzzDecodeCommand(f *testing.F) {
@@ -15,6 +17,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"v":2,"op":"begin_reassignment","body":{"topic":"t","partition":-1,"replicas":null}}`))
 	f.Add([]byte(`{"v":2,"op":"begin_reassignment","body":{"topic":"t","partition":1,"replicas":[1,2]}}`))
 	f.Add([]byte(`{"v":2,"op":"complete_reassignment","body":{"topic":"t","partition":0,"replicas":[2]}}`))
+	f.Add([]byte(`{"v":5,"op":"upsert_scram_credential","body":{"user":"bob","credential":{"mechanism":"SCRAM-SHA-512","iterations":4096,"salt":"c2FsdA==","stored_key":"AAAA","server_key":"AAAA"}}}`))
+	f.Add([]byte(`{"v":5,"op":"delete_scram_credential","body":{"user":"alice","mechanism":"SCRAM-SHA-256"}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
@@ -63,6 +67,7 @@ func fuzzState(t *testing.T) *State {
 		RegisterBroker{ID: 2, KafkaAddr: "k2", RPCAddr: "r2", Rack: "a", Incarnation: 1},
 		CreateTopic{Name: "t", ID: TopicID{0xab, 15: 1}, Partitions: 2, RF: 1, Assignment: [][]int32{{1}, {2}}},
 		BeginReassignment{Topic: "t", Partition: 0, Replicas: []int32{2}},
+		UpsertScramCredential{User: "alice", Credential: testCredential(security.ScramSHA256, 1)},
 	}
 	for i, c := range cmds {
 		b, _ := EncodeCommand(c)
@@ -113,6 +118,13 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		}
 		_ = s.LiveBrokers()
 		_ = s.ReplicaLoad()
+		for _, u := range s.Users() {
+			for _, c := range u.Credentials {
+				if _, ok := s.ScramCredential(u.Name, c.Mechanism); !ok {
+					t.Fatalf("user %q %s listed but not found", u.Name, c.Mechanism)
+				}
+			}
+		}
 		// It goes on applying.
 		cmd, _ := EncodeCommand(AllocateProducerIDBlock{Broker: 1, Size: 1})
 		_, _ = s.Apply(s.AppliedIndex()+1, cmd)

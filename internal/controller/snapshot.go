@@ -14,8 +14,8 @@ import (
 // unchanged and stay at Version. Version 3 added the partition moves (Topic.Reassigning and
 // Topic.Moved); a version-1 or -2 snapshot has none and must not carry them.
 // Version 4 added the brokers' membership (Broker.Membership, decommission); version 5 the
-// partitions' force recoveries (Topic.Recovered).
-const SnapshotVersion = 5
+// partitions' force recoveries (Topic.Recovered); version 6 the SCRAM users.
+const SnapshotVersion = 6
 
 // snapshot is the encoded form of a whole State. Brokers are sorted by id and topics by
 // name, and map keys are written sorted, so equal states encode to equal bytes.
@@ -28,6 +28,7 @@ type snapshot struct {
 	ClusterConfig  map[string]string `json:"cluster_config"`
 	NextProducerID int64             `json:"next_producer_id"`
 	NextGroup      uint64            `json:"next_group,omitempty"`
+	Users          []User            `json:"users,omitempty"`
 }
 
 // Snapshot encodes the whole state, including the applied index, for a Raft snapshot.
@@ -36,6 +37,9 @@ func (s *State) Snapshot() ([]byte, error) {
 	defer s.mu.RUnlock()
 	snap := snapshot{V: SnapshotVersion, Applied: s.applied, ClusterID: s.clusterID, ClusterConfig: s.clusterConfig,
 		NextProducerID: s.nextProducerID, NextGroup: s.nextGroup}
+	if len(s.users) > 0 {
+		snap.Users = s.userList()
+	}
 	for _, b := range s.brokers {
 		snap.Brokers = append(snap.Brokers, *b)
 	}
@@ -73,6 +77,17 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		return bad("negative next producer id")
 	}
 	s.nextProducerID = snap.NextProducerID
+	if snap.V < 6 && snap.Users != nil {
+		return bad("version %d snapshot with users", snap.V)
+	}
+	if s.clusterID == "" && len(snap.Users) > 0 {
+		return bad("users without a cluster id")
+	}
+	users, err := decodeUsers(snap.Users)
+	if err != nil {
+		return bad("%v", err)
+	}
+	s.users = users
 	if e := checkConfigKeys(snap.ClusterConfig, nil); e != nil {
 		return bad("cluster config: %s", e.msg)
 	}
@@ -209,7 +224,7 @@ func (s *State) Restore(b []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.applied, s.clusterID, s.brokers, s.topics, s.topicIDs, s.clusterConfig, s.nextProducerID, s.nextGroup, s.groups =
-		n.applied, n.clusterID, n.brokers, n.topics, n.topicIDs, n.clusterConfig, n.nextProducerID, n.nextGroup, n.groups
+	s.applied, s.clusterID, s.brokers, s.topics, s.topicIDs, s.clusterConfig, s.nextProducerID, s.nextGroup, s.groups, s.users =
+		n.applied, n.clusterID, n.brokers, n.topics, n.topicIDs, n.clusterConfig, n.nextProducerID, n.nextGroup, n.groups, n.users
 	return nil
 }

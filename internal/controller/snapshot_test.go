@@ -2,8 +2,11 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/cairn-io/cairn/internal/security"
 )
 
 func richState(t testing.TB) *harness {
@@ -25,6 +28,9 @@ func richState(t testing.TB) *harness {
 	h.ok(CompleteReassignment{Topic: "orders", Partition: 1, Replicas: []int32{2, 3, 5}})
 	h.ok(BeginReassignment{Topic: "orders", Partition: 2, Replicas: []int32{4, 5}})
 	h.ok(MarkReassignmentFinal{Topic: "orders", Partition: 2, Goal: []int32{4, 5}})
+	h.ok(UpsertScramCredential{User: "alice", Credential: testCredential(security.ScramSHA256, 1)})
+	h.ok(UpsertScramCredential{User: "alice", Credential: testCredential(security.ScramSHA512, 2)})
+	h.ok(UpsertScramCredential{User: "bob", Credential: testCredential(security.ScramSHA512, 3)})
 	return h
 }
 
@@ -49,6 +55,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	eq(t, got.NextProducerID(), h.s.NextProducerID())
 	eq(t, got.ReplicaLoad(), h.s.ReplicaLoad())
 	eq(t, got.topicIDs, h.s.topicIDs)
+	eq(t, got.Users(), h.s.Users())
 
 	// The restored state goes on exactly as the original: same results, same bytes.
 	r := New()
@@ -81,6 +88,7 @@ func TestSnapshotEmptyState(t *testing.T) {
 func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 	h := richState(t)
 	good, _ := h.s.Snapshot()
+	cur := fmt.Sprintf(`"v":%d`, SnapshotVersion)
 	corrupt := func(old, new string) string {
 		if !strings.Contains(string(good), old) {
 			t.Fatalf("snapshot lacks %q: %s", old, good)
@@ -92,8 +100,8 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		want error
 	}{
 		"garbage":              {"{", ErrMalformed},
-		"future version":       {corrupt(`"v":5`, `"v":9`), ErrUnsupportedVersion},
-		"v2 with moves":        {corrupt(`"v":5`, `"v":2`), ErrMalformed},
+		"future version":       {corrupt(cur, `"v":9`), ErrUnsupportedVersion},
+		"v2 with moves":        {corrupt(cur, `"v":2`), ErrMalformed},
 		"move off assignment":  {corrupt(`"original":[3,1]`, `"original":[1,3]`), ErrMalformed},
 		"move unknown target":  {corrupt(`"target":[4,5]`, `"target":[4,9]`), ErrMalformed},
 		"move to itself":       {corrupt(`"target":[4,5]`, `"target":[3,1]`), ErrMalformed},
@@ -107,7 +115,7 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		"group id twice":       {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,2]`), ErrMalformed},
 		"group id unissued":    {corrupt(`"groups":[1,2,3]`, `"groups":[1,2,99]`), ErrMalformed},
 		"no next group":        {corrupt(`,"next_group":7`, ``), ErrMalformed},
-		"v1 with group ids":    {corrupt(`"v":5`, `"v":1`), ErrMalformed},
+		"v1 with group ids":    {corrupt(cur, `"v":1`), ErrMalformed},
 		"unknown broker":       {corrupt(`"assignment":[[5,1]`, `"assignment":[[6,1]`), ErrMalformed},
 		"duplicate replica":    {corrupt(`"assignment":[[5,1]`, `"assignment":[[1,1]`), ErrMalformed},
 		"moved empty replicas": {corrupt(`"assignment":[[5,1]`, `"assignment":[[]`), ErrMalformed},
@@ -129,6 +137,15 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		"empty topic config":   {corrupt(`"retention.ms"`, `""`), ErrMalformed},
 		"trailing data":        {string(good) + "[]", ErrMalformed},
 		"null":                 {"null", ErrMalformed},
+		"v5 with users":        {corrupt(cur, `"v":5`), ErrMalformed},
+		"user twice":           {corrupt(`"name":"bob"`, `"name":"alice"`), ErrMalformed},
+		"empty user name":      {corrupt(`"name":"bob"`, `"name":""`), ErrMalformed},
+		"user without creds":   {corrupt(`{"name":"bob","credentials":[`+credJSON(security.ScramSHA512, 3)+`]}`, `{"name":"bob","credentials":[]}`), ErrMalformed},
+		"two creds one mech":   {corrupt(`"mechanism":"SCRAM-SHA-256"`, `"mechanism":"SCRAM-SHA-512"`), ErrMalformed},
+		"unknown mechanism":    {corrupt(`"mechanism":"SCRAM-SHA-256"`, `"mechanism":"SCRAM-SHA-1"`), ErrMalformed},
+		"too few iterations":   {corrupt(`"iterations":4096`, `"iterations":1`), ErrMalformed},
+		"empty salt":           {corrupt(`"salt":"AQEBAQ=="`, `"salt":""`), ErrMalformed},
+		"short stored key":     {corrupt(`"stored_key":"`, `"stored_key":"AAAA`), ErrMalformed},
 		"topics not an array":  {corrupt(`"topics":[`, `"topics":{"a":`), ErrMalformed},
 	}
 	for name, tc := range cases {

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/security"
 )
 
 // Broker is a registered broker as the controller knows it.
@@ -124,6 +126,8 @@ type State struct {
 	nextProducerID int64
 	nextGroup      uint64              // the Raft group id the next partition gets
 	groups         map[uint64]groupRef // every partition's group id
+	// users holds the SCRAM credentials, by user and mechanism (users.go).
+	users map[string]map[string]security.ScramCredential
 }
 
 // groupRef names the partition a Raft group replicates.
@@ -141,6 +145,7 @@ func New() *State {
 		clusterConfig: map[string]string{},
 		nextGroup:     1,
 		groups:        map[uint64]groupRef{},
+		users:         map[string]map[string]security.ScramCredential{},
 	}
 }
 
@@ -239,6 +244,10 @@ func (s *State) apply(cmd Command, res *Result) *applyErr {
 		return s.markBrokerDecommissioned(c)
 	case *ForceRecoverPartition:
 		return s.forceRecoverPartition(c)
+	case *UpsertScramCredential:
+		return s.upsertScramCredential(c)
+	case *DeleteScramCredential:
+		return s.deleteScramCredential(c)
 	}
 	return reject(kerr.InvalidRequest, "unknown command %T", cmd)
 }

@@ -304,7 +304,7 @@ func TestApplyMalformedAndUnsupported(t *testing.T) {
 		t.Fatalf("got %+v, %v", res, err)
 	}
 	eq(t, h.s.AppliedIndex(), uint64(5)) // consumed, as on every replica
-	res, err = h.s.Apply(6, []byte(`{"v":5,"op":"set_cluster_id","body":{}}`))
+	res, err = h.s.Apply(6, []byte(`{"v":99,"op":"set_cluster_id","body":{}}`))
 	if !errors.Is(err, ErrUnsupportedVersion) || res.Err != kerr.UnsupportedVersion {
 		t.Fatalf("got %+v, %v", res, err)
 	}

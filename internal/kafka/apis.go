@@ -54,6 +54,8 @@ func init() {
 		45: {0, 1, handleAlterPartitionAssignments},
 		46: {0, 0, handleListPartitionReassignments},
 		47: {0, 0, handleOffsetDelete},
+		50: {0, 0, handleDescribeUserSCRAMCredentials},
+		51: {0, 0, handleAlterUserSCRAMCredentials},
 		60: {0, 1, handleDescribeCluster},
 	}
 }
