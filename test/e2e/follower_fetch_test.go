@@ -340,8 +340,10 @@ func TestFollowerFetchFallbackWhenFollowerDies(t *testing.T) {
 		poll(100)
 	}
 	bs[f].Kill9()
-	produceValues(t, cl, topic, 100, 100)
+	// Read the leader's counter before producing: the consumer may already be back on the
+	// leader and fetch the new records before produceValues returns.
 	leaderBefore := fetchBytes(t, bs[leader])
+	produceValues(t, cl, topic, 100, 100)
 	poll(100)
 	if fetchBytes(t, bs[leader])-leaderBefore < 100*100 {
 		t.Fatalf("after broker %d died the consumer read the rest from elsewhere than the leader %d", f+1, leader+1)
