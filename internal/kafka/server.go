@@ -129,6 +129,7 @@ type Server struct {
 	metrics Metrics
 
 	unfilled frameReserve
+	auth     authState
 
 	mu    sync.Mutex
 	lns   []net.Listener
