@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/cairn-io/cairn/internal/broker"
 	"github.com/cairn-io/cairn/internal/kafkatest"
@@ -73,6 +75,12 @@ func (a *tableAuthorizer) wasAsked(c aclCheck) (askedCheck, bool) {
 // (one partition each, no records) before any check is denied.
 func startAuthzBroker(t *testing.T, topics ...string) (*kgo.Client, *broker.Broker, *tableAuthorizer) {
 	t.Helper()
+	cl, b, _, a := startAuthzServer(t, topics...)
+	return cl, b, a
+}
+
+func startAuthzServer(t *testing.T, topics ...string) (*kgo.Client, *broker.Broker, *Server, *tableAuthorizer) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +106,7 @@ func startAuthzBroker(t *testing.T, topics ...string) (*kgo.Client, *broker.Brok
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return cl, b, a
+	return cl, b, s, a
 }
 
 func topicCheck(op kmsg.ACLOperation, topic string) aclCheck {
@@ -301,3 +309,177 @@ func TestOffsetsAPIsNeedDescribeAndDelete(t *testing.T) {
 // direct sends a request to the one broker as it stands: kgo would otherwise split it by
 // the metadata it has, which the ACLs under test hide.
 func direct(cl *kgo.Client) *kgo.Broker { return cl.SeedBrokers()[0] }
+
+func metadataRaw(t *testing.T, cl *kgo.Client, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	t.Helper()
+	resp, err := req.RequestWith(testCtx(t), direct(cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func metadataFor(t *testing.T, cl *kgo.Client, autoCreate bool, topics ...string) map[string]kmsg.MetadataResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = autoCreate
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	out := map[string]kmsg.MetadataResponseTopic{}
+	for _, mt := range metadataRaw(t, cl, req).Topics {
+		out[*mt.Topic] = mt
+	}
+	return out
+}
+
+// Metadata lists only the topics the principal may describe; a named topic it may not
+// describe gets TOPIC_AUTHORIZATION_FAILED whether or not it exists; auto-creation needs
+// CREATE on the cluster or on the topic, and a denied one creates nothing.
+func TestMetadataFiltersAndGuardsAutoCreation(t *testing.T) {
+	cl, b, a := startAuthzBroker(t, "open", "closed")
+	a.denyAll(topicCheck(kmsg.ACLOperationDescribe, "closed"), topicCheck(kmsg.ACLOperationDescribe, "hidden-new"),
+		clusterCheck(kmsg.ACLOperationCreate), topicCheck(kmsg.ACLOperationCreate, "uncreatable"))
+
+	listed := map[string]bool{}
+	for _, mt := range metadataRaw(t, cl, kmsg.NewPtrMetadataRequest()).Topics {
+		listed[*mt.Topic] = true
+	}
+	if !listed["open"] || listed["closed"] {
+		t.Fatalf("all-topics metadata lists %v, want open and not closed", listed)
+	}
+
+	got := metadataFor(t, cl, true, "open", "closed", "hidden-new", "uncreatable", "creatable")
+	for topic, want := range map[string]int16{
+		"open": 0, "closed": kerr.TopicAuthorizationFailed.Code, "hidden-new": kerr.TopicAuthorizationFailed.Code,
+		"uncreatable": kerr.TopicAuthorizationFailed.Code, "creatable": 0,
+	} {
+		if got[topic].ErrorCode != want {
+			t.Errorf("%s: code %d, want %d", topic, got[topic].ErrorCode, want)
+		}
+	}
+	if len(got["closed"].Partitions) != 0 {
+		t.Errorf("a denied topic's partitions were described: %+v", got["closed"].Partitions)
+	}
+	for topic, want := range map[string]bool{"hidden-new": false, "uncreatable": false, "creatable": true} {
+		if _, exists := b.Topic(topic); exists != want {
+			t.Errorf("topic %s exists %v after auto-creation, want %v", topic, exists, want)
+		}
+	}
+}
+
+// Authorized-operations bits are filled in only when asked, with Kafka's marker otherwise;
+// the cluster's are zero when the principal may not describe the cluster.
+func TestAuthorizedOperationsInMetadataAndDescribeCluster(t *testing.T) {
+	cl, _, a := startAuthzBroker(t, "open")
+	a.denyAll(topicCheck(kmsg.ACLOperationAlter, "open"), clusterCheck(kmsg.ACLOperationIdempotentWrite))
+	bits := func(ops []kmsg.ACLOperation, except kmsg.ACLOperation) int32 {
+		var v int32
+		for _, op := range ops {
+			if op != except {
+				v |= 1 << uint(op)
+			}
+		}
+		return v
+	}
+
+	// v11 dropped the cluster's bits from Metadata (DescribeCluster has them): ask as Kafka
+	// 2.7 would, with v10.
+	cl27, err := kgo.NewClient(kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...), kgo.MaxVersions(kversion.V2_7_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl27.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("open")
+	req.Topics = append(req.Topics, rt)
+	plain := metadataRaw(t, cl27, req)
+	if plain.AuthorizedOperations != unrequestedAuthorizedOperations || plain.Topics[0].AuthorizedOperations != unrequestedAuthorizedOperations {
+		t.Fatalf("not asked: cluster %d topic %d, want %d", plain.AuthorizedOperations, plain.Topics[0].AuthorizedOperations, int32(unrequestedAuthorizedOperations))
+	}
+	req.IncludeClusterAuthorizedOperations, req.IncludeTopicAuthorizedOperations = true, true
+	asked := metadataRaw(t, cl27, req)
+	if want := bits(topicOperations, kmsg.ACLOperationAlter); asked.Topics[0].AuthorizedOperations != want {
+		t.Errorf("topic ops %b, want %b", asked.Topics[0].AuthorizedOperations, want)
+	}
+	if want := bits(clusterOperations, kmsg.ACLOperationIdempotentWrite); asked.AuthorizedOperations != want {
+		t.Errorf("metadata cluster ops %b, want %b", asked.AuthorizedOperations, want)
+	}
+
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	dc.EndpointType = 1
+	dcResp, err := dc.RequestWith(testCtx(t), direct(cl))
+	if err != nil || dcResp.ClusterAuthorizedOperations != unrequestedAuthorizedOperations {
+		t.Fatalf("DescribeCluster not asked: %v %d", err, dcResp.ClusterAuthorizedOperations)
+	}
+	dc.IncludeClusterAuthorizedOperations = true
+	if dcResp, err = dc.RequestWith(testCtx(t), direct(cl)); err != nil || dcResp.ClusterAuthorizedOperations != bits(clusterOperations, kmsg.ACLOperationIdempotentWrite) {
+		t.Fatalf("DescribeCluster asked: %v %b", err, dcResp.ClusterAuthorizedOperations)
+	}
+	a.denyAll(clusterCheck(kmsg.ACLOperationDescribe))
+	if dcResp, err = dc.RequestWith(testCtx(t), direct(cl)); err != nil || dcResp.ClusterAuthorizedOperations != 0 {
+		t.Fatalf("DescribeCluster without DESCRIBE on the cluster: %v %b, want 0", err, dcResp.ClusterAuthorizedOperations)
+	}
+}
+
+func initProducerID(t *testing.T, cl *kgo.Client, txnID *string) *kmsg.InitProducerIDResponse {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = txnID, 60_000, -1, -1
+	resp, err := req.RequestWith(testCtx(t), direct(cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+// (KIP-679); a transactional one WRITE on its transactional id, checked before the refusal
+// of transactions.
+func TestInitProducerIDAuthorization(t *testing.T) {
+	cl, _, a := startAuthzBroker(t, "open", "closed")
+	a.denyAll(clusterCheck(kmsg.ACLOperationIdempotentWrite), topicCheck(kmsg.ACLOperationWrite, "closed"))
+	if resp := initProducerID(t, cl, nil); resp.ErrorCode != 0 || resp.ProducerID < 0 {
+		t.Fatalf("with WRITE on a topic: code %d id %d, want an id", resp.ErrorCode, resp.ProducerID)
+	}
+	a.denyAll(topicCheck(kmsg.ACLOperationWrite, "open"))
+	if resp := initProducerID(t, cl, nil); resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code || resp.ProducerID != -1 {
+		t.Fatalf("with neither: code %d id %d, want CLUSTER_AUTHORIZATION_FAILED", resp.ErrorCode, resp.ProducerID)
+	}
+
+	a.denyAll(aclCheck{kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, "tx-1"})
+	if resp := initProducerID(t, cl, kmsg.StringPtr("tx-1")); resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional: code %d", resp.ErrorCode)
+	}
+	if _, ok := a.wasAsked(aclCheck{kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, "tx-1"}); !ok {
+		t.Fatal("WRITE on the transactional id was never checked")
+	}
+}
+
+// resourceTypeTable also answers "WRITE on any topic" itself, as the broker's ACL store can
+// for prefixed ACLs of topics that do not exist yet.
+type resourceTypeTable struct {
+	*tableAuthorizer
+	anyTopicWrite atomic.Bool
+}
+
+func (r *resourceTypeTable) AuthorizeByResourceType(_ security.Principal, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	return op == kmsg.ACLOperationWrite && rt == kmsg.ACLResourceTypeTopic && r.anyTopicWrite.Load()
+}
+
+func TestInitProducerIDAsksByResourceType(t *testing.T) {
+	cl, _, s, table := startAuthzServer(t) // no topics: only the resource-type answer can allow it
+	table.denyAll(clusterCheck(kmsg.ACLOperationIdempotentWrite))
+	rta := &resourceTypeTable{tableAuthorizer: table}
+	s.SetAuthorizer(rta)
+	if resp := initProducerID(t, cl, nil); resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("without any WRITE: code %d", resp.ErrorCode)
+	}
+	rta.anyTopicWrite.Store(true)
+	if resp := initProducerID(t, cl, nil); resp.ErrorCode != 0 {
+		t.Fatalf("with WRITE on some topic: code %d", resp.ErrorCode)
+	}
+}
