@@ -320,8 +320,9 @@ func (f *forwarder) queue(from int32) chan forwardRequest {
 	return q
 }
 
-// work appends one broker's forwarded produces in order; each acknowledgement is awaited
-// on its own goroutine, so a slow commit does not hold up the next append.
+// work appends one broker's forwarded produces in order, each only once its requester's
+// WRITE is checked here; each acknowledgement is awaited on its own goroutine, so a slow
+// commit does not hold up the next append.
 func (f *forwarder) work(from int32, q chan forwardRequest) {
 	for {
 		var req forwardRequest
@@ -330,7 +331,11 @@ func (f *forwarder) work(from int32, q chan forwardRequest) {
 		case <-f.ctx.Done():
 			return
 		}
-		res, wait := f.start(req)
+		res, denied := authorizeForwarded(f.authz, req)
+		var wait func(context.Context) partition.ProduceResult
+		if !denied {
+			res, wait = f.start(req)
+		}
 		if wait == nil {
 			f.reply(from, req.corr, res)
 			<-f.sem
@@ -348,9 +353,6 @@ func (f *forwarder) work(from int32, q chan forwardRequest) {
 // serve appends a forwarded produce on the local leader (it is never forwarded again) and
 // returns the wait for its acknowledgement, as partition.Partition.Produce does.
 func (f *forwarder) serve(req forwardRequest) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
-	if res, denied := authorizeForwarded(f.authz, req); denied {
-		return res, nil
-	}
 	if req.acks != 0 && req.acks != 1 && req.acks != -1 {
 		return produceFailed(kerr.InvalidRequiredAcks, "acks must be -1 (all), 0 or 1"), nil
 	}
