@@ -222,9 +222,7 @@ func (b *Broker) Produce(requester Requester, topic string, part int32, records 
 		return produceFailed(kerr.NotLeaderForPartition, "the partition has no leader yet; retry"), nil
 	}
 	req := forwardRequest{acks: acks, timeoutMs: int32(min(timeout.Milliseconds(), 1<<31-1)), partition: part, topic: topic, records: records}
-	if b.AuthorizationEnabled() {
-		req.requester = &requester
-	}
+	req.requester = requesterToForward(b, requester)
 	return b.fwd.forward(v.Leader, req)
 }
 

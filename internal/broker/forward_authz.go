@@ -25,6 +25,16 @@ func forwardedRequester(req forwardRequest) Requester {
 	return *req.requester
 }
 
+// requesterToForward is the requester a forwarded produce carries: the client, while
+// authorization is on; none (the v1 message, which a broker of the previous release still
+// reads) while it is off, when the leader has nothing to check.
+func requesterToForward(a produceAuthorizer, r Requester) *Requester {
+	if !a.AuthorizationEnabled() {
+		return nil
+	}
+	return &r
+}
+
 // produceAuthorizer is what the leader's re-check asks; *Broker implements it, and tests
 // give it a table.
 type produceAuthorizer interface {

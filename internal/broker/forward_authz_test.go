@@ -150,3 +150,15 @@ func TestLeaderRechecksForwardedProduce(t *testing.T) {
 		t.Fatalf("with authorization off the authorizer was asked %v", authz.asked)
 	}
 }
+
+// A follower forwards the client as the requester while authorization is on, and the v1
+// message, without one, while it is off.
+func TestFollowerForwardsTheRequesterWhenAuthorizing(t *testing.T) {
+	client := Requester{Principal: "User:alice", Host: "10.1.2.3"}
+	if r := requesterToForward(&writers{enabled: true}, client); r == nil || *r != client {
+		t.Fatalf("authorization on: forwards %+v, want %+v", r, client)
+	}
+	if r := requesterToForward(&writers{}, client); r != nil {
+		t.Fatalf("authorization off: forwards %+v, want none", r)
+	}
+}
