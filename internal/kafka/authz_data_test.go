@@ -483,3 +483,56 @@ func TestInitProducerIDAsksByResourceType(t *testing.T) {
 		t.Fatalf("with WRITE on some topic: code %d", resp.ErrorCode)
 	}
 }
+
+// What franz-go's own producer and consumer report: the produce to a topic without WRITE
+// fails with TOPIC_AUTHORIZATION_FAILED (not retried as if transient) while the one to an
+// allowed topic is stored, and a consumer of a topic without READ is told so.
+func TestFranzGoSeesAuthorizationErrors(t *testing.T) {
+	cl, _, a := startAuthzBroker(t, "open", "closed")
+	seeds := cl.OptValue(kgo.SeedBrokers).([]string)
+	if codes := produceRaw(t, cl, 2, "closed"); codes["closed"] != 0 { // records the consumer must not see
+		t.Fatalf("produce codes %v", codes)
+	}
+	a.denyAll(topicCheck(kmsg.ACLOperationWrite, "closed"), topicCheck(kmsg.ACLOperationRead, "closed"))
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	res := prod.ProduceSync(testCtx(t), &kgo.Record{Topic: "open", Value: []byte("a")}, &kgo.Record{Topic: "closed", Value: []byte("b")})
+	for _, r := range res {
+		want := error(nil)
+		if r.Record.Topic == "closed" {
+			want = kerr.TopicAuthorizationFailed
+		}
+		if r.Err != want {
+			t.Errorf("produce to %s: %v, want %v", r.Record.Topic, r.Err, want)
+		}
+	}
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("closed"), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	ctx := testCtx(t)
+	for {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal("the consumer was never told it may not read the topic")
+		}
+		var denied bool
+		fs.EachError(func(topic string, _ int32, err error) {
+			if topic == "closed" && err == kerr.TopicAuthorizationFailed {
+				denied = true
+			}
+		})
+		if fs.NumRecords() > 0 {
+			t.Fatalf("read %d records of a topic without READ", fs.NumRecords())
+		}
+		if denied {
+			return
+		}
+	}
+}
