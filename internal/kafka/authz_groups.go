@@ -144,3 +144,58 @@ func (s *Server) describableOffsets(ctx context.Context, fs []group.FetchedOffse
 	}
 	return out
 }
+
+// alterAssignmentsRefused answers an AlterPartitionReassignments from a principal without
+// ALTER on the cluster: the error at the top and on every partition named, as Kafka's
+// error response has it, and nothing moved.
+func alterAssignmentsRefused(req *kmsg.AlterPartitionAssignmentsRequest, resp *kmsg.AlterPartitionAssignmentsResponse) *kmsg.AlterPartitionAssignmentsResponse {
+	denied := kerr.ClusterAuthorizationFailed
+	resp.ErrorCode, resp.ErrorMessage = denied.Code, strPtr(denied.Message)
+	for _, rt := range req.Topics {
+		out := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+		out.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			po := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+			po.Partition, po.ErrorCode, po.ErrorMessage = rp.Partition, denied.Code, strPtr(denied.Message)
+			out.Partitions = append(out.Partitions, po)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return resp
+}
+
+// describeScramRefused answers a DescribeUserScramCredentials from a principal without
+// DESCRIBE on the cluster: the error at the top and on each user named, no credentials.
+func describeScramRefused(req *kmsg.DescribeUserSCRAMCredentialsRequest, resp *kmsg.DescribeUserSCRAMCredentialsResponse) *kmsg.DescribeUserSCRAMCredentialsResponse {
+	denied := kerr.ClusterAuthorizationFailed
+	resp.ErrorCode, resp.ErrorMessage = denied.Code, strPtr(denied.Message)
+	for _, u := range req.Users {
+		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		r.User, r.ErrorCode, r.ErrorMessage = u.Name, denied.Code, strPtr(denied.Message)
+		resp.Results = append(resp.Results, r)
+	}
+	return resp
+}
+
+// alterScramRefused answers an AlterUserScramCredentials from a principal without ALTER
+// on the cluster: every user named, once, gets the error, and no credential changes.
+func alterScramRefused(req *kmsg.AlterUserSCRAMCredentialsRequest, resp *kmsg.AlterUserSCRAMCredentialsResponse) *kmsg.AlterUserSCRAMCredentialsResponse {
+	denied := kerr.ClusterAuthorizationFailed
+	seen := map[string]bool{}
+	add := func(user string) {
+		if seen[user] {
+			return
+		}
+		seen[user] = true
+		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+		r.User, r.ErrorCode, r.ErrorMessage = user, denied.Code, strPtr(denied.Message)
+		resp.Results = append(resp.Results, r)
+	}
+	for _, d := range req.Deletions {
+		add(d.Name)
+	}
+	for _, u := range req.Upsertions {
+		add(u.Name)
+	}
+	return resp
+}
