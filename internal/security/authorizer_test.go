@@ -154,12 +154,22 @@ func TestACLFilter(t *testing.T) {
 		f    ACLFilter
 		want []int
 	}{
-		"all":                {MatchAll(), []int{0, 1, 2, 3}},
-		"topics":             {func() ACLFilter { f := MatchAll(); f.ResourceType = topic; return f }(), []int{0, 1, 2}},
-		"any pattern, name":  {func() ACLFilter { f := MatchAll(); f.ResourceName = s("orders"); return f }(), []int{0, 3}},
-		"any pattern, *":     {func() ACLFilter { f := MatchAll(); f.ResourceName = s("*"); return f }(), []int{1}},
-		"match":              {func() ACLFilter { f := MatchAll(); f.ResourceName = s("orders"); f.PatternType = kmsg.ACLResourcePatternTypeMatch; return f }(), []int{0, 1, 2, 3}},
-		"match other":        {func() ACLFilter { f := MatchAll(); f.ResourceName = s("x"); f.PatternType = kmsg.ACLResourcePatternTypeMatch; return f }(), []int{1}},
+		"all":               {MatchAll(), []int{0, 1, 2, 3}},
+		"topics":            {func() ACLFilter { f := MatchAll(); f.ResourceType = topic; return f }(), []int{0, 1, 2}},
+		"any pattern, name": {func() ACLFilter { f := MatchAll(); f.ResourceName = s("orders"); return f }(), []int{0, 3}},
+		"any pattern, *":    {func() ACLFilter { f := MatchAll(); f.ResourceName = s("*"); return f }(), []int{1}},
+		"match": {func() ACLFilter {
+			f := MatchAll()
+			f.ResourceName = s("orders")
+			f.PatternType = kmsg.ACLResourcePatternTypeMatch
+			return f
+		}(), []int{0, 1, 2, 3}},
+		"match other": {func() ACLFilter {
+			f := MatchAll()
+			f.ResourceName = s("x")
+			f.PatternType = kmsg.ACLResourcePatternTypeMatch
+			return f
+		}(), []int{1}},
 		"prefixed exact":     {func() ACLFilter { f := MatchAll(); f.ResourceName = s("ord"); f.PatternType = prefix; return f }(), []int{2}},
 		"literal only":       {func() ACLFilter { f := MatchAll(); f.PatternType = literal; return f }(), []int{0, 1, 3}},
 		"principal exact":    {func() ACLFilter { f := MatchAll(); f.Principal = s("User:bob"); return f }(), []int{1}},
