@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/cairn-io/cairn/internal/security"
+)
+
+// Kafka ACLs, replicated with the rest of the metadata so that every broker authorizes
+// from the same set. An ACL is a value: creating one that exists changes nothing (Kafka
+// answers success), and the set keeps creation order so that DescribeAcls answers the same
+// on every broker. Deletion is by filter, as DeleteAcls asks; the result names what each
+// filter removed, decided at apply time, so that a client is told exactly what went.
+
+// MaxACLsPerCommand bounds one CreateACLs or DeleteACLs, so that one command (one Raft
+// entry) stays small.
+const MaxACLsPerCommand = 1000
+
+// CreateACLs adds ACLs. Each must pass security.ValidateACL; the proposer checks them one
+// by one to answer each creation, so an invalid one here rejects the whole command.
+type CreateACLs struct {
+	ACLs []security.ACL `json:"acls"`
+}
+
+// DeleteACLs removes every ACL any of Filters matches. Result.DeletedACLs holds, for each
+// filter in order, the ACLs it matched (an ACL two filters match is listed under both, as
+// Kafka does).
+type DeleteACLs struct {
+	Filters []security.ACLFilter `json:"filters"`
+}
+
+func (CreateACLs) op() string { return "create_acls" }
+func (DeleteACLs) op() string { return "delete_acls" }
+
+func (s *State) createACLs(c *CreateACLs) *applyErr {
+	if len(c.ACLs) == 0 || len(c.ACLs) > MaxACLsPerCommand {
+		return reject(kerr.InvalidRequest, "a create_acls command carries 1 to %d ACLs, not %d", MaxACLsPerCommand, len(c.ACLs))
+	}
+	for _, a := range c.ACLs {
+		if err := security.ValidateACL(a); err != nil {
+			return reject(kerr.InvalidRequest, "%v", err)
+		}
+	}
+	for _, a := range c.ACLs {
+		if _, dup := s.aclSet[a]; dup {
+			continue
+		}
+		s.aclSet[a] = struct{}{}
+		s.acls = append(s.acls, a)
+	}
+	return nil
+}
+
+func (s *State) deleteACLs(c *DeleteACLs, res *Result) *applyErr {
+	if len(c.Filters) == 0 || len(c.Filters) > MaxACLsPerCommand {
+		return reject(kerr.InvalidRequest, "a delete_acls command carries 1 to %d filters, not %d", MaxACLsPerCommand, len(c.Filters))
+	}
+	for _, f := range c.Filters {
+		if err := security.ValidateFilter(f); err != nil {
+			return reject(kerr.InvalidRequest, "%v", err)
+		}
+	}
+	res.DeletedACLs = make([][]security.ACL, len(c.Filters))
+	gone := map[security.ACL]bool{}
+	for i, f := range c.Filters {
+		for _, a := range s.acls {
+			if f.Matches(a) {
+				res.DeletedACLs[i] = append(res.DeletedACLs[i], a)
+				gone[a] = true
+			}
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	kept := s.acls[:0:0]
+	for _, a := range s.acls {
+		if gone[a] {
+			delete(s.aclSet, a)
+			continue
+		}
+		kept = append(kept, a)
+	}
+	s.acls = kept
+	return nil
+}
+
+// ACLs returns every ACL, in creation order.
+func (s *State) ACLs() []security.ACL {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]security.ACL(nil), s.acls...)
+}
+
+// AuthzGeneration changes whenever the ACLs or the cluster config change (or a snapshot
+// is restored), so that a broker rebuilds its authorizer only then. It takes no lock: it is
+// read on every authorized request.
+func (s *State) AuthzGeneration() uint64 { return s.authzGen.Load() }
+
+// changesAuthz reports whether a successfully applied cmd may change an authorization
+// verdict: the ACLs, or the cluster config that holds super.users and the authorizer.
+func changesAuthz(cmd Command) bool {
+	switch cmd.(type) {
+	case *CreateACLs, *DeleteACLs, *SetClusterConfig:
+		return true
+	}
+	return false
+}
+
+// decodeACLs validates a snapshot's ACLs into the state's list and set.
+func decodeACLs(acls []security.ACL) ([]security.ACL, map[security.ACL]struct{}, error) {
+	set := make(map[security.ACL]struct{}, len(acls))
+	for _, a := range acls {
+		if err := security.ValidateACL(a); err != nil {
+			return nil, nil, err
+		}
+		if _, dup := set[a]; dup {
+			return nil, nil, fmt.Errorf("ACL %+v listed twice", a)
+		}
+		set[a] = struct{}{}
+	}
+	return append([]security.ACL(nil), acls...), set, nil
+}
