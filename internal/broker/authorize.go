@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/config"
@@ -83,7 +84,7 @@ func (b *Broker) CreateACLs(acls []security.ACL) *Error {
 }
 
 // DeleteACLs removes every ACL one of filters matches and returns, for each filter, the
-// ACLs it matched.
+// ACLs it matched (always one list per filter).
 func (b *Broker) DeleteACLs(filters []security.ACLFilter) ([][]security.ACL, *Error) {
 	var out [][]security.ACL
 	for len(filters) > 0 {
@@ -92,7 +93,16 @@ func (b *Broker) DeleteACLs(filters []security.ACLFilter) ([][]security.ACL, *Er
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, res.DeletedACLs...)
+		deleted := res.DeletedACLs
+		if deleted == nil {
+			// Forwarded to the controller leader, the proposal came back with its index
+			// only; this broker's replica applied the same entry and kept its result.
+			deleted, _ = b.state().DeletedACLsAt(res.Index)
+		}
+		if len(deleted) != n {
+			return nil, errorf(kerr.UnknownServerError, "the ACLs were deleted, but what each filter matched is no longer known")
+		}
+		out = append(out, deleted...)
 		filters = filters[n:]
 	}
 	return out, nil

@@ -72,6 +72,7 @@ func (s *State) deleteACLs(c *DeleteACLs, res *Result) *applyErr {
 			}
 		}
 	}
+	s.recordDeletion(res.Index, res.DeletedACLs)
 	if len(gone) == 0 {
 		return nil
 	}
@@ -85,6 +86,34 @@ func (s *State) deleteACLs(c *DeleteACLs, res *Result) *applyErr {
 	}
 	s.acls = kept
 	return nil
+}
+
+// recentDeletions is how many DeleteACLs results a replica remembers for DeletedACLsAt.
+const recentDeletions = 256
+
+// recordDeletion remembers what the delete_acls at index removed. A proposal forwarded to
+// the controller leader comes back with its index but not its result; every replica
+// computed the same result when it applied the entry, so the proposer reads it from its
+// own. It is memory only, outside snapshots: a replica restored past the index has none.
+func (s *State) recordDeletion(index uint64, deleted [][]security.ACL) {
+	if s.deletions == nil {
+		s.deletions = map[uint64][][]security.ACL{}
+	}
+	s.deletions[index] = deleted
+	s.deletionOrder = append(s.deletionOrder, index)
+	if len(s.deletionOrder) > recentDeletions {
+		delete(s.deletions, s.deletionOrder[0])
+		s.deletionOrder = s.deletionOrder[1:]
+	}
+}
+
+// DeletedACLsAt returns what the delete_acls applied at index removed, per filter, if this
+// replica applied it recently.
+func (s *State) DeletedACLsAt(index uint64) ([][]security.ACL, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d, ok := s.deletions[index]
+	return d, ok
 }
 
 // ACLs returns every ACL, in creation order.

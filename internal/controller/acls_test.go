@@ -42,6 +42,11 @@ func TestACLsCreateAndDelete(t *testing.T) {
 	onOrders.ResourceName = &orders
 	res := h.ok(DeleteACLs{Filters: []security.ACLFilter{byAlice, onOrders}})
 	eq(t, res.DeletedACLs, [][]security.ACL{{a, c}, {a, b}})
+	// The replica keeps the result for a proposer whose forwarded proposal came back
+	// with only its index.
+	kept, ok := h.s.DeletedACLsAt(res.Index)
+	eq(t, ok, true)
+	eq(t, kept, res.DeletedACLs)
 	eq(t, h.s.ACLs(), []security.ACL(nil))
 
 	// A filter that matches nothing deletes nothing and is no error.

@@ -134,6 +134,10 @@ type State struct {
 	// acls are the Kafka ACLs in creation order, and aclSet the same as a set (acls.go).
 	acls   []security.ACL
 	aclSet map[security.ACL]struct{}
+	// deletions are the recent delete_acls results by index, deletionOrder their indexes
+	// oldest first (acls.go, DeletedACLsAt).
+	deletions     map[uint64][][]security.ACL
+	deletionOrder []uint64
 	// authzGen counts changes of the ACLs and the cluster config (AuthzGeneration).
 	authzGen atomic.Uint64
 }

@@ -137,6 +137,10 @@ func handleDeleteACLs(s *Server, ctx context.Context, kreq kmsg.Request) respond
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = err.Code.Code, strPtr(err.Msg)
 			continue
 		}
+		if j >= len(deleted) { // the broker answers one list per filter; never index past it
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.UnknownServerError.Code, strPtr("no result for this filter")
+			continue
+		}
 		resp.Results[i].MatchingACLs = matchingACLs(deleted[j])
 	}
 	return respond(resp)
