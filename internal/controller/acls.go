@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/security"
 )
@@ -33,6 +35,87 @@ type DeleteACLs struct {
 
 func (CreateACLs) op() string { return "create_acls" }
 func (DeleteACLs) op() string { return "delete_acls" }
+
+// The commands carry Kafka's numeric codes, not the names security.ACL marshals to: every
+// int8 a decoder accepts encodes back to the same bytes, where a zero or unknown code
+// would encode to "UNKNOWN", which no decoder accepts, and an entry that one replica wrote
+// could not be read back. Apply refuses the codes that are not valid.
+
+type wireACL struct {
+	ResourceType int8   `json:"resource_type"`
+	ResourceName string `json:"resource_name"`
+	PatternType  int8   `json:"pattern_type"`
+	Principal    string `json:"principal"`
+	Host         string `json:"host"`
+	Operation    int8   `json:"operation"`
+	Permission   int8   `json:"permission"`
+}
+
+type wireFilter struct {
+	ResourceType int8    `json:"resource_type"`
+	ResourceName *string `json:"resource_name,omitempty"`
+	PatternType  int8    `json:"pattern_type"`
+	Principal    *string `json:"principal,omitempty"`
+	Host         *string `json:"host,omitempty"`
+	Operation    int8    `json:"operation"`
+	Permission   int8    `json:"permission"`
+}
+
+// MarshalJSON encodes the ACLs with numeric codes.
+func (c CreateACLs) MarshalJSON() ([]byte, error) {
+	w := struct {
+		ACLs []wireACL `json:"acls"`
+	}{ACLs: make([]wireACL, len(c.ACLs))}
+	for i, a := range c.ACLs {
+		w.ACLs[i] = wireACL{int8(a.ResourceType), a.ResourceName, int8(a.PatternType), a.Principal, a.Host, int8(a.Operation), int8(a.Permission)}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes, refusing unknown fields.
+func (c *CreateACLs) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ACLs []wireACL `json:"acls"`
+	}
+	if err := strictUnmarshal(b, &w); err != nil {
+		return err
+	}
+	c.ACLs = make([]security.ACL, len(w.ACLs))
+	for i, a := range w.ACLs {
+		c.ACLs[i] = security.ACL{ResourceType: kmsg.ACLResourceType(a.ResourceType), ResourceName: a.ResourceName,
+			PatternType: kmsg.ACLResourcePatternType(a.PatternType), Principal: a.Principal, Host: a.Host,
+			Operation: kmsg.ACLOperation(a.Operation), Permission: kmsg.ACLPermissionType(a.Permission)}
+	}
+	return nil
+}
+
+// MarshalJSON encodes the filters with numeric codes.
+func (c DeleteACLs) MarshalJSON() ([]byte, error) {
+	w := struct {
+		Filters []wireFilter `json:"filters"`
+	}{Filters: make([]wireFilter, len(c.Filters))}
+	for i, f := range c.Filters {
+		w.Filters[i] = wireFilter{int8(f.ResourceType), f.ResourceName, int8(f.PatternType), f.Principal, f.Host, int8(f.Operation), int8(f.Permission)}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes, refusing unknown fields.
+func (c *DeleteACLs) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Filters []wireFilter `json:"filters"`
+	}
+	if err := strictUnmarshal(b, &w); err != nil {
+		return err
+	}
+	c.Filters = make([]security.ACLFilter, len(w.Filters))
+	for i, f := range w.Filters {
+		c.Filters[i] = security.ACLFilter{ResourceType: kmsg.ACLResourceType(f.ResourceType), ResourceName: f.ResourceName,
+			PatternType: kmsg.ACLResourcePatternType(f.PatternType), Principal: f.Principal, Host: f.Host,
+			Operation: kmsg.ACLOperation(f.Operation), Permission: kmsg.ACLPermissionType(f.Permission)}
+	}
+	return nil
+}
 
 func (s *State) createACLs(c *CreateACLs) *applyErr {
 	if len(c.ACLs) == 0 || len(c.ACLs) > MaxACLsPerCommand {

@@ -59,6 +59,8 @@ func TestACLsCreateAndDelete(t *testing.T) {
 func TestACLsRefused(t *testing.T) {
 	h := newHarness(t)
 	bad := testACL("orders", "alice")
+	unknown := security.MatchAll()
+	unknown.Operation = kmsg.ACLOperationUnknown
 	cases := map[string]Command{
 		"invalid ACL": CreateACLs{ACLs: []security.ACL{testACL("ok", "User:a"), bad}},
 		"no ACLs":     CreateACLs{},

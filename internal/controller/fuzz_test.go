@@ -19,8 +19,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"v":2,"op":"complete_reassignment","body":{"topic":"t","partition":0,"replicas":[2]}}`))
 	f.Add([]byte(`{"v":5,"op":"upsert_scram_credential","body":{"user":"bob","credential":{"mechanism":"SCRAM-SHA-512","iterations":4096,"salt":"c2FsdA==","stored_key":"AAAA","server_key":"AAAA"}}}`))
 	f.Add([]byte(`{"v":5,"op":"delete_scram_credential","body":{"user":"alice","mechanism":"SCRAM-SHA-256"}}`))
-	f.Add([]byte(`{"v":6,"op":"create_acls","body":{"acls":[{"resource_type":"TOPIC","resource_name":"t","pattern_type":"LITERAL","principal":"User:a","host":"*","operation":"READ","permission":"ALLOW"}]}}`))
-	f.Add([]byte(`{"v":6,"op":"delete_acls","body":{"filters":[{"resource_type":"ANY","pattern_type":"MATCH","resource_name":"t","operation":"ANY","permission":"ANY"}]}}`))
+	f.Add([]byte(`{"v":6,"op":"create_acls","body":{"acls":[{"resource_type":2,"resource_name":"t","pattern_type":3,"principal":"User:a","host":"*","operation":3,"permission":3}]}}`))
+	f.Add([]byte(`{"v":6,"op":"delete_acls","body":{"filters":[{"resource_type":1,"resource_name":"t","pattern_type":2,"operation":1,"permission":1}]}}`))
+	f.Add([]byte(`{"v":6,"op":"delete_acls","body":{"filters":[{}]}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
