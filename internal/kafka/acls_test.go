@@ -14,11 +14,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/broker"
+	"github.com/cairn-io/cairn/internal/security"
 )
 
 // startAuthzBroker is startBroker with the broker as the server's authorizer, as
 // `cairn start` wires it, and cluster overrides set.
 func startAuthzBroker(t *testing.T, overrides map[string]string) (*kadm.Client, *kgo.Client, *broker.Broker) {
+	t.Helper()
+	_, b, addr := newAuthzServer(t, overrides)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl), cl, b
+}
+
+func newAuthzServer(t testing.TB, overrides map[string]string) (*Server, *broker.Broker, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,16 +49,11 @@ func startAuthzBroker(t *testing.T, overrides map[string]string) (*kadm.Client, 
 	s := NewServer(b, lg, nil)
 	s.SetAuthorizer(b)
 	go s.Serve(ln)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		cl.Close()
 		s.Close()
 		b.Close()
 	})
-	return kadm.NewClient(cl), cl, b
+	return s, b, ln.Addr().String()
 }
 
 func aclCtx(t *testing.T) context.Context {
@@ -211,4 +218,55 @@ func TestACLAPIsNeedClusterPermission(t *testing.T) {
 		b.Authorize("User:bob", "127.0.0.1", kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, "t") {
 		t.Fatal("the broker's verdicts do not follow the created ACL")
 	}
+}
+
+// FuzzACLRequests: any bytes that decode as a DescribeAcls, CreateAcls or DeleteAcls
+// request, at any served version, get a response with one result per creation or filter,
+// and nothing the broker stores is an invalid ACL. The first byte picks the API, the
+// second the version.
+func FuzzACLRequests(f *testing.F) {
+	seed := func(key int16, r kmsg.Request, v int16) {
+		r.SetVersion(v)
+		f.Add(append([]byte{byte(key - 29), byte(v)}, r.AppendTo(nil)...))
+	}
+	c := kmsg.NewCreateACLsRequest()
+	cr := kmsg.NewCreateACLsRequestCreation()
+	cr.ResourceType, cr.ResourceName, cr.Principal, cr.Host, cr.Operation, cr.PermissionType = 2, "t", "User:a", "*", 3, 3
+	c.Creations = append(c.Creations, cr)
+	seed(30, &c, 1)
+	seed(30, &c, 3)
+	d := kmsg.NewDeleteACLsRequest()
+	d.Filters = append(d.Filters, kmsg.NewDeleteACLsRequestFilter())
+	seed(31, &d, 2)
+	desc := kmsg.NewDescribeACLsRequest()
+	seed(29, &desc, 0)
+	s, b, _ := newAuthzServer(f, nil)
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		key, v := 29+int16(in[0]%3), int16(in[1]%4)
+		req := kmsg.RequestForKey(key)
+		req.SetVersion(v)
+		if req.ReadFrom(in[2:]) != nil {
+			return
+		}
+		resp := apis[key].handle(s, ctx, req)(ctx)
+		switch r := resp.(type) {
+		case *kmsg.CreateACLsResponse:
+			if len(r.Results) != len(req.(*kmsg.CreateACLsRequest).Creations) {
+				t.Fatalf("%d results for %d creations", len(r.Results), len(req.(*kmsg.CreateACLsRequest).Creations))
+			}
+		case *kmsg.DeleteACLsResponse:
+			if len(r.Results) != len(req.(*kmsg.DeleteACLsRequest).Filters) {
+				t.Fatalf("%d results for %d filters", len(r.Results), len(req.(*kmsg.DeleteACLsRequest).Filters))
+			}
+		}
+		for _, a := range b.ACLs() {
+			if err := security.ValidateACL(a); err != nil {
+				t.Fatalf("stored an invalid ACL: %v", err)
+			}
+		}
+	})
 }
