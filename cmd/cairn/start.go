@@ -183,6 +183,7 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	ks := kafka.NewServer(b, lg, metrics)
+	ks.SetAuthorizer(b) // off until the cluster property authorizer.class.name is set
 	httpSrv := &http.Server{Handler: adminSrv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- ks.Serve(kafkaLn) }()
