@@ -107,3 +107,10 @@ func (b *Broker) DeleteACLs(filters []security.ACLFilter) ([][]security.ACL, *Er
 	}
 	return out, nil
 }
+
+// AuthorizeByResourceType reports whether principal may perform op on some resource of
+// type rt (kafka.ResourceTypeAuthorizer), for InitProducerId's "WRITE on any topic".
+func (b *Broker) AuthorizeByResourceType(principal security.Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	c := b.authorizer()
+	return !c.enabled || c.a.AuthorizeByResourceType(principal, host, op, rt)
+}
