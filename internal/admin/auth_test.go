@@ -47,7 +47,7 @@ func (f *fakeACLs) questions() []string {
 
 // newAuthAdmin is a one-broker cluster on an in-memory disk with an admin server whose
 // authentication is o, over the broker's SCRAM users, and whose ACLs are the fake returned.
-func newAuthAdmin(t *testing.T, o AuthOptions) (*broker.Broker, *Server, *fakeACLs) {
+func newAuthAdmin(t testing.TB, o AuthOptions) (*broker.Broker, *Server, *fakeACLs) {
 	t.Helper()
 	b, err := broker.New(broker.Config{DataDir: "/d", KafkaAddr: "127.0.0.1:9092", FS: storage.NewMemFS()})
 	if err != nil {
