@@ -44,9 +44,11 @@ func rpcTLS(c config.RPCTLS) (*rpc.TLSConfig, error) {
 	return &rpc.TLSConfig{Server: r.ServerConfig(), Client: r.MutualClientConfig()}, nil
 }
 
-// securityNodeValues are the security node properties as DescribeConfigs reports them.
+// securityNodeValues are the security node properties set to other than their defaults,
+// which DescribeConfigs reports as set at start (the rest as defaults).
 func securityNodeValues(n config.NodeConfig) map[string]string {
-	return map[string]string{
+	out := map[string]string{}
+	for k, v := range map[string]string{
 		config.NodeRPCTLSEnabled:       strconv.FormatBool(n.RPCTLS.Enabled),
 		config.NodeRPCTLSCertificate:   n.RPCTLS.Cert,
 		config.NodeRPCTLSKey:           n.RPCTLS.Key,
@@ -57,7 +59,12 @@ func securityNodeValues(n config.NodeConfig) map[string]string {
 		config.NodeAdminTLSKey:         n.Admin.Key,
 		config.NodeAdminTLSTruststore:  n.Admin.Truststore,
 		config.NodeAdminTLSClientAuth:  n.Admin.ClientAuth,
+	} {
+		if p, ok := config.Lookup(config.ScopeNode, k); ok && v != p.Default {
+			out[k] = v
+		}
 	}
+	return out
 }
 
 // secureAdmin puts the admin API behind its authentication and, when a certificate is

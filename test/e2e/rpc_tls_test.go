@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/tlsconf/tlstest"
 	"github.com/cairn-io/cairn/test/harness"
@@ -73,6 +74,20 @@ func TestRPCMutualTLS(t *testing.T) {
 	acked := produceSync(t, prod, "tls", "r", 200)
 	checkAckedReadable(t, acked, consumeAll(t, bs[2], "tls", 3, 200))
 	waitFor(t, 30*time.Second, func() bool { return allInSync(bs, "tls", 3, 3) })
+	rcs, err := bs[1].Admin(t).DescribeBrokerConfigs(ctxFor(t, 10*time.Second), 2)
+	if err != nil || len(rcs) != 1 {
+		t.Fatalf("DescribeConfigs broker 2: %v", err)
+	}
+	described := map[string]string{}
+	for _, c := range rcs[0].Configs {
+		described[c.Key] = c.MaybeValue() + " " + c.Source.String()
+	}
+	if got := described["rpc.tls.enabled"]; got != "true "+kmsg.ConfigSourceStaticBrokerConfig.String() {
+		t.Errorf("DescribeConfigs rpc.tls.enabled: %q, want true as set at start", got)
+	}
+	if got := described["admin.auth"]; got != "none "+kmsg.ConfigSourceDefaultConfig.String() {
+		t.Errorf("DescribeConfigs admin.auth: %q, want the default none", got)
+	}
 	if got := inboundTLSFailures(t, bs); got != 0 {
 		t.Fatalf("the cluster's own brokers failed %v inbound TLS handshakes", got)
 	}
