@@ -3,12 +3,19 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-io/cairn/internal/tlsconf/tlstest"
+	"github.com/cairn-io/cairn/test/harness"
 )
 
 // cairnWithEnv runs the cairn binary with extra environment and returns its output.
@@ -97,5 +104,96 @@ func TestAdminBasicAuth(t *testing.T) {
 	})
 	if !b.LogContains("admin API: authentication failed") {
 		t.Fatal("the broker's log does not mention the refused requests")
+	}
+}
+
+// TestAdminHTTPSClientCertificate: with a certificate the admin API serves HTTPS only; a
+// client certificate from its CA authenticates as User:<CN> with no password, the probes
+// stay open over TLS, and a request with neither certificate nor password is a 401.
+func TestAdminHTTPSClientCertificate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca, err := tlstest.NewCA(dir, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvLeaf, _ := ca.Issue(pkix.Name{CommonName: "localhost"})
+	opsLeaf, _ := ca.Issue(pkix.Name{CommonName: "ops"})
+	adminAddr := freeAddr(t)
+	cmd := exec.Command(cairnBin, "start", "--node-id", "1", "--data-dir", t.TempDir(),
+		"--kafka-addr", freeAddr(t), "--admin-addr", adminAddr, "--rpc-addr", freeAddr(t),
+		"--admin-auth", "basic", "--admin-tls-certificate-location", srvLeaf.CertFile, "--admin-tls-key-location", srvLeaf.KeyFile,
+		"--admin-tls-client-auth", "requested", "--admin-tls-truststore-location", ca.CertFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	harness.DieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := <-exited; err != nil {
+			t.Errorf("broker exit: %v\n%s", err, tailString(stderr.String(), 20))
+		}
+	})
+
+	pem, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	url := "https://" + strings.Replace(adminAddr, "127.0.0.1", "localhost", 1)
+	waitFor(t, 30*time.Second, func() bool {
+		resp, err := hc.Get(url + "/v1/status/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	// Plain HTTP is not served on the HTTPS port.
+	if resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + adminAddr + "/v1/status/ready"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Fatal("the admin API answered plain HTTP with TLS configured")
+		}
+	}
+	health := func(args ...string) cmdResult {
+		return cairnWithEnv(t, nil, "", append([]string{"cluster", "health", "--admin-url", url, "--admin-ca", ca.CertFile}, args...)...)
+	}
+	if r := health(); r.Err == nil || !strings.Contains(r.Stderr, "HTTP 401") {
+		t.Fatalf("health over HTTPS without a certificate or password:\n%s", r)
+	}
+	if r := health("--admin-cert", opsLeaf.CertFile, "--admin-key", opsLeaf.KeyFile); r.Err != nil || !strings.Contains(r.Stdout, "healthy") {
+		t.Fatalf("health with the client certificate:\n%s", r)
+	}
+	if r := cairnWithEnv(t, nil, "", "cluster", "health", "--admin-url", url); r.Err == nil || !strings.Contains(r.Stderr, "certificate") {
+		t.Fatalf("health without the CA must not trust the server:\n%s", r)
+	}
+}
+
+// A switch turned on without the files it needs stops `cairn start` at once, saying which.
+func TestSecurityStartRefusals(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rpc-tls-enabled", "true"}, "rpc.tls.enabled is true but rpc.tls.certificate.location is not set"},
+		{[]string{"--rpc-tls-enabled", "true", "--rpc-tls-certificate-location", "/nonexistent/c.pem",
+			"--rpc-tls-key-location", "/nonexistent/k.pem", "--rpc-tls-truststore-location", "/nonexistent/ca.pem"}, "/nonexistent/c.pem"},
+		{[]string{"--admin-tls-client-auth", "required"}, "admin.tls.client.auth=required needs HTTPS on the admin API"},
+		{[]string{"--admin-auth", "digest"}, "invalid value"},
+	} {
+		args := append([]string{"start", "--node-id", "1", "--data-dir", t.TempDir(), "--kafka-addr", freeAddr(t),
+			"--admin-addr", freeAddr(t), "--rpc-addr", freeAddr(t)}, c.args...)
+		r := run(t, 20*time.Second, "", cairnBin, args...)
+		if r.Err == nil || strings.Contains(r.Err.Error(), "did not finish") || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("cairn %s: want a prompt refusal mentioning %q:\n%s", strings.Join(c.args, " "), c.want, r)
+		}
 	}
 }
