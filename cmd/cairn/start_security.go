@@ -81,7 +81,5 @@ func secureAdmin(srv *admin.Server, b *broker.Broker, ln net.Listener, a config.
 	if err != nil {
 		return nil, "", fmt.Errorf("admin API TLS: %w", err)
 	}
-	cfg := r.ServerConfig()
-	cfg.NextProtos = []string{"h2", "http/1.1"}
-	return tls.NewListener(ln, cfg), "https", nil
+	return tls.NewListener(ln, r.ServerConfig()), "https", nil
 }
