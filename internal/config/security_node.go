@@ -74,7 +74,7 @@ func securityNodeProperties(node nodeAdder) {
 		"How the admin HTTP API authenticates: none serves everyone (as the principal User:ANONYMOUS, or the client certificate's); basic requires HTTP basic authentication against the SCRAM users (or a client certificate when admin.tls.client.auth asks for one) and answers 401 otherwise. Every request is then authorised: DESCRIBE on the cluster for GET, ALTER otherwise.",
 		"admin: authentication and authorisation of each request")
 	node(NodeAdminAuthProbesOpen, "--admin-auth-probes-open", boolSpec(), "true", "",
-		"Serve /v1/status/ready and /metrics without credentials and without authorisation, for load balancers, orchestrators and Prometheus, when admin.auth is basic.",
+		"Serve GET /v1/status/ready and GET /metrics without credentials and without an ACL check, whatever admin.auth says, for load balancers, orchestrators and Prometheus; false puts them behind authentication like every other endpoint.",
 		"admin: authentication")
 	node(NodeAdminTLSCertificate, "--admin-tls-certificate-location", pathSpec(), "", "",
 		"PEM certificate of the admin API: when set, the admin API serves HTTPS only (TLS 1.2 or later); reloaded when the file changes.",
