@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509/pkix"
 	"fmt"
+	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -131,4 +134,70 @@ func TestRPCMutualTLS(t *testing.T) {
 	}
 	// The cluster still takes acks=all writes on all three replicas.
 	produceSync(t, prod, "tls", "after", 50)
+
+	// Rotation: broker 1's certificate files are replaced in place by a new certificate
+	// from the same CA. Broker 1 serves it to new connections without a restart, the
+	// connections already open stay up, and replication goes on.
+	fresh, err := ca.Issue(pkix.Name{CommonName: "broker-1-rotated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args1 := bs[0].opts.Args
+	certPath, keyPath := flagValue(args1, "--rpc-tls-certificate-location"), flagValue(args1, "--rpc-tls-key-location")
+	replaceFile(t, keyPath, fresh.KeyFile)
+	replaceFile(t, certPath, fresh.CertFile)
+	probeLeaf, err := ca.Issue(pkix.Name{CommonName: "probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(probeLeaf.CertFile, probeLeaf.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servedName := func() string {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", bs[0].RPCAddr,
+			&tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{pair}})
+		if err != nil {
+			return "dial: " + err.Error()
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	waitFor(t, 30*time.Second, func() bool { return servedName() == "broker-1-rotated" })
+	for _, b := range bs[1:] {
+		if v, ok := b.Metric(t, "cairn_rpc_peer_connected", `{peer="1"}`); !ok || v != 1 {
+			t.Fatalf("broker %d's connection to broker 1 after the rotation: %v %v", b.opts.NodeID, v, ok)
+		}
+	}
+	bs[1].Restart() // its new connections to broker 1 handshake with the new certificate
+	waitListed(t, bs)
+	produceSync(t, prod, "tls", "rotated", 50)
+	waitFor(t, 30*time.Second, func() bool { return allInSync(bs, "tls", 3, 3) })
+}
+
+// flagValue is the value following flag in args.
+func flagValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// replaceFile puts src's content at dst as an operator should: written beside it, then
+// renamed over it, so a reader never sees half a file.
+func replaceFile(t *testing.T, dst, src string) {
+	t.Helper()
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := dst + ".new"
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
 }
