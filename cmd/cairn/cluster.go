@@ -35,6 +35,7 @@ const (
 // clusterFlags are the persistent flags of `cairn cluster`.
 type clusterFlags struct {
 	clientFlags
+	adminAuthFlags
 	adminURL string
 	json     bool
 	timeout  time.Duration
@@ -56,6 +57,7 @@ func newClusterCmd() *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&cf.adminURL, "admin-url", defaultAdminURL,
 		"a broker's admin HTTP API (http://host:port); $"+adminURLEnv+" is used when the flag is not given")
+	cf.registerAdminAuth(pf)
 	pf.BoolVar(&cf.json, "json", false, "print the admin API's JSON answer unchanged")
 	pf.DurationVar(&cf.timeout, "timeout", defaultAdminTimeout, "time limit for each request")
 	cmd.AddCommand(
@@ -101,7 +103,7 @@ type adminError struct {
 }
 
 func (e *adminError) Error() string {
-	return fmt.Sprintf("%s %s: %s (HTTP %d)", e.method, e.path, e.message, e.status)
+	return fmt.Sprintf("%s %s: %s (HTTP %d)%s", e.method, e.path, e.message, e.status, adminAuthHint(e.status))
 }
 
 // notServed reports whether the broker does not serve the request's path at all (a
@@ -164,9 +166,14 @@ func (cf *clusterFlags) call(cmd *cobra.Command, method, path string, body any) 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if err := cf.authorize(cmd, req); err != nil {
+		return nil, err
+	}
 	hc := cf.httpClient
 	if hc == nil {
-		hc = http.DefaultClient
+		if hc, err = cf.adminAuthFlags.client(cmd); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -160,11 +160,15 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 		lg.Warn("TEST GATE: partition moves may be held in their joint configuration; for tests only",
 			"test_hold_moves", testHoldMoves)
 	}
+	rpcTLS, err := rpcTLS(node.RPCTLS)
+	if err != nil {
+		return err
+	}
 	b, err := broker.New(broker.Config{
 		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
 		RPCAddr: node.RPCAddr, AdvertisedRPCAddr: node.AdvertisedRPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
 		DisableForwarding: !node.ProduceForwarding, FS: fs, ReplicaLagMax: time.Duration(node.ReplicaLagTimeMaxMs) * time.Millisecond,
-		TestHoldMoves: testHoldMoves,
+		TestHoldMoves: testHoldMoves, RPCTLS: rpcTLS, OtherNodeValues: securityNodeValues(node),
 	})
 	if err != nil {
 		return err
@@ -182,19 +186,26 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 		b.Close()
 		return fmt.Errorf("admin listener: %w", err)
 	}
+	servedAdminLn, adminScheme, err := secureAdmin(adminSrv, b, adminLn, node.Admin, lg)
+	if err != nil {
+		adminLn.Close()
+		kafkaLn.Close()
+		b.Close()
+		return err
+	}
 	ks := kafka.NewServer(b, lg, metrics)
 	ks.SetAuthorizer(b) // off until the cluster property authorizer.class.name is set
 	httpSrv := &http.Server{Handler: adminSrv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- ks.Serve(kafkaLn) }()
 	go func() {
-		if err := httpSrv.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+		if err := httpSrv.Serve(servedAdminLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	}()
 	adminSrv.SetReady(true)
 	lg.Info("cairn listening", "kafka", kafkaLn.Addr().String(), "advertised", node.AdvertisedKafkaAddr,
-		"admin", adminLn.Addr().String(), "node_id", node.NodeID, "data_dir", node.DataDir)
+		"admin", adminLn.Addr().String(), "admin_scheme", adminScheme, "rpc_tls", node.RPCTLS.Enabled, "node_id", node.NodeID, "data_dir", node.DataDir)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

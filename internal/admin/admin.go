@@ -1,10 +1,12 @@
 // Package admin owns the node's HTTP admin surface: readiness, the per-partition boundary
 // view, the cluster health overview (health.go), the broker list, maintenance mode,
 // leadership transfer and the leader balancer's status (brokers.go), decommission
-// (decommission.go), partition moves (moves.go), SCRAM users (users.go), ACLs (acls.go), Prometheus metrics and pprof profiles. Requests that change the cluster it
-// hands to the broker's operations, which propose them to the controller or ask the
-// partition's leader; it reads partitions but must never change partition state itself,
-// decide or validate metadata, or speak the Kafka protocol.
+// (decommission.go), partition moves (moves.go), SCRAM users (users.go), ACLs (acls.go),
+// Prometheus metrics and pprof profiles, all behind authentication and authorisation when
+// security is on (auth.go). Requests that change the cluster it hands to the broker's
+// operations, which propose them to the controller or ask the partition's leader; it reads
+// partitions but must never change partition state itself, decide or validate metadata, or
+// speak the Kafka protocol.
 package admin
 
 import (
@@ -192,6 +194,9 @@ var (
 	descRPCRefused   = prometheus.NewDesc("cairn_rpc_send_backpressure_total", "Sends to a peer refused because its queue was full (Raft probes the peer again).", peerLabels, nil)
 	descRPCQueued    = prometheus.NewDesc("cairn_rpc_queued_bytes", "Encoded bytes queued for a peer, including the batch being written.", peerLabels, nil)
 	descRPCConnected = prometheus.NewDesc("cairn_rpc_peer_connected", "1 if the outbound connection to a peer is open.", peerLabels, nil)
+	descRPCTLSFailed = prometheus.NewDesc("cairn_rpc_tls_handshake_failures_total", "Dials to a peer whose TLS handshake failed (rpc.tls.enabled): its certificate is not from the cluster's CA, it refused ours, or it has TLS off. The log says which.", peerLabels, nil)
+	descRPCInTLS     = prometheus.NewDesc("cairn_rpc_inbound_tls_failures_total", "Inbound inter-broker connections closed because their TLS handshake failed: no certificate, one the cluster's CA did not sign, a plaintext dialler, or garbage. Nothing they sent reached Raft.", nil, nil)
+	descRPCInReject  = prometheus.NewDesc("cairn_rpc_inbound_rejected_total", "Inbound inter-broker connections refused at the hello: garbage, another cluster, or addressed to another node.", nil, nil)
 	descRPCUnhandled = prometheus.NewDesc("cairn_rpc_messages_unhandled_total", "Inter-broker messages received and dropped because no handler is registered for their type: a type this release does not know (a newer broker's), or one that came while the node started. The log names the first of each type and its sender.", nil, nil)
 )
 
@@ -200,12 +205,16 @@ var (
 type rpcCollector struct{ b *broker.Broker }
 
 func (c *rpcCollector) Describe(ch chan<- *prometheus.Desc) {
-	describe(ch, descRPCSentMsgs, descRPCSentBytes, descRPCRecvBytes, descRPCDropped, descRPCRefused, descRPCQueued, descRPCConnected, descRPCUnhandled)
+	describe(ch, descRPCSentMsgs, descRPCSentBytes, descRPCRecvBytes, descRPCDropped, descRPCRefused, descRPCQueued, descRPCConnected, descRPCUnhandled,
+		descRPCTLSFailed, descRPCInTLS, descRPCInReject)
 }
 
 func (c *rpcCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRPCUnhandled, prometheus.CounterValue, float64(c.b.UnhandledRPCMessages()))
-	for _, p := range c.b.RPCStats().Peers {
+	st := c.b.RPCStats()
+	ch <- prometheus.MustNewConstMetric(descRPCInTLS, prometheus.CounterValue, float64(st.InboundTLSFailures))
+	ch <- prometheus.MustNewConstMetric(descRPCInReject, prometheus.CounterValue, float64(st.InboundRejected))
+	for _, p := range st.Peers {
 		peer := strconv.Itoa(int(p.ID))
 		for _, m := range []struct {
 			d *prometheus.Desc
@@ -219,6 +228,7 @@ func (c *rpcCollector) Collect(ch chan<- prometheus.Metric) {
 			{descRPCRefused, prometheus.CounterValue, float64(p.Backpressured)},
 			{descRPCQueued, prometheus.GaugeValue, float64(p.QueuedBytes)},
 			{descRPCConnected, prometheus.GaugeValue, b2f(p.Connected)},
+			{descRPCTLSFailed, prometheus.CounterValue, float64(p.TLSFailures)},
 		} {
 			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.v, peer)
 		}
@@ -238,6 +248,7 @@ type Server struct {
 	m     *Metrics
 	ready atomic.Bool
 	mux   *http.ServeMux
+	auth  *authenticator // nil: every request served, as before admin.auth existed
 }
 
 // NewServer builds the admin handler; it reports ready once SetReady(true) is called.
@@ -278,7 +289,12 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 // SetReady flips readiness.
 func (s *Server) SetReady(v bool) { s.ready.Store(v) }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.auth != nil && !s.auth.admit(w, r) {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if !s.ready.Load() {

@@ -8,7 +8,8 @@ package admin
 //
 // POST derives the credential here (security.DeriveScramCredential) and proposes only
 // the salt and keys: the password goes no further than this request. DELETE without a
-// mechanism removes every credential of the user. Admin authentication comes later.
+// mechanism removes every credential of the user. With admin.auth=basic these
+// endpoints need credentials like any other (auth.go).
 
 import (
 	"encoding/json"

@@ -70,6 +70,11 @@ type Config struct {
 	// TestHoldMoves is the file of the move test gate (moves_gate.go), "" for none: only
 	// `cairn start --test-hold-moves` sets it.
 	TestHoldMoves string
+	// RPCTLS, when set, puts the inter-broker transport under mutual TLS (rpc.TLSConfig).
+	RPCTLS *rpc.TLSConfig
+	// OtherNodeValues are node properties set at start that other parts act on (TLS files,
+	// the admin API's security), reported by DescribeConfigs as set.
+	OtherNodeValues map[string]string
 }
 
 // rpcClusterName is the deployment name every broker presents in the rpc handshake (see
@@ -208,7 +213,7 @@ func New(cfg Config) (*Broker, error) {
 	reg := rpc.NewRegistry(cfg.Logger.With("node", cfg.NodeID))
 	tr, err := rpc.New(rpc.Options{
 		NodeID: cfg.NodeID, ClusterID: rpcClusterName, ListenAddr: cfg.RPCAddr, Logger: cfg.Logger,
-		Handler: reg.Dispatch,
+		Handler: reg.Dispatch, TLS: cfg.RPCTLS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("inter-broker transport: %w", err)
@@ -540,6 +545,11 @@ func (b *Broker) NodeConfigValues() map[string]string {
 	}
 	if c.ReplicaLagMax > 0 {
 		v[config.NodeReplicaLagTimeMaxMs] = strconv.FormatInt(c.ReplicaLagMax.Milliseconds(), 10)
+	}
+	for k, x := range c.OtherNodeValues {
+		if _, set := v[k]; !set {
+			v[k] = x
+		}
 	}
 	return v
 }

@@ -268,6 +268,7 @@ func build() *registry {
 	node(NodeSeeds, "--seeds", seedsSpec(), "", "",
 		"RPC addresses (host:port) of other nodes to contact when joining the cluster.",
 		"broker: cluster join")
+	securityNodeProperties(node)
 
 	scopeOrder := map[Scope]int{ScopeTopic: 0, ScopeCluster: 1, ScopeNode: 2}
 	slices.SortStableFunc(ps, func(a, b Property) int {

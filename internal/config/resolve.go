@@ -166,6 +166,10 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		v, _, _ := nodeEffective(lookup(ScopeNode, name), nodeValues)
 		return v
 	}
+	rpcTLS, adminSec, err := resolveSecurity(get)
+	if err != nil {
+		return NodeConfig{}, err
+	}
 	var seeds []string
 	if s := get(NodeSeeds); s != "" {
 		seeds = strings.Split(s, ",")
@@ -182,6 +186,8 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		Seeds:               seeds,
 		ProduceForwarding:   get(NodeProduceForwarding) == "true",
 		ReplicaLagTimeMaxMs: mustInt(get(NodeReplicaLagTimeMaxMs)),
+		RPCTLS:              rpcTLS,
+		Admin:               adminSec,
 	}, nil
 }
 

@@ -139,7 +139,7 @@ func TestResolveNode(t *testing.T) {
 	}
 	want := NodeConfig{NodeID: 1, ProduceForwarding: true, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
 		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644",
-		ReplicaLagTimeMaxMs: 30000}
+		ReplicaLagTimeMaxMs: 30000, Admin: AdminSecurity{Auth: AdminAuthNone, ProbesOpen: true, ClientAuth: "none"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}

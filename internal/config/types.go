@@ -209,4 +209,6 @@ type NodeConfig struct {
 	Seeds               []string
 	ProduceForwarding   bool
 	ReplicaLagTimeMaxMs int64 // the ISR's lag window
+	RPCTLS              RPCTLS
+	Admin               AdminSecurity
 }

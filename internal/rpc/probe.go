@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -23,8 +24,24 @@ func (t *Transport) Probe(ctx context.Context, addr string) (int32, error) {
 	if t.opts.TLS != nil {
 		cfg = t.opts.TLS.Client
 	}
-	return probe(ctx, addr, t.opts.NodeID, t.opts.ClusterID, cfg)
+	id, err := probe(ctx, addr, t.opts.NodeID, t.opts.ClusterID, cfg)
+	var se *probeSecurityError
+	if errors.As(err, &se) {
+		// Callers retry a seed that does not answer and log that at debug level, since a
+		// seed still starting is routine; a seed that refuses this node's security never
+		// comes round, so the operator must see why this node does not join.
+		t.tlsLog.warn(t.log, "rpc: a seed refused this node's probe; this node cannot join until its inter-broker security (rpc.tls.*) matches the cluster's",
+			"addr", addr, "err", err)
+	}
+	return id, err
 }
+
+// probeSecurityError is a probe that failed on the transport's security rather than on
+// reachability: a failed TLS handshake, or a listener that refused the hello.
+type probeSecurityError struct{ err error }
+
+func (e *probeSecurityError) Error() string { return e.err.Error() }
+func (e *probeSecurityError) Unwrap() error { return e.err }
 
 // Probe dials addr, sends a hello from node from to ProbeNodeID in cluster clusterID, and
 // returns the node id the listener acks with. A listener of another cluster refuses; the
@@ -54,7 +71,7 @@ func probe(ctx context.Context, addr string, from int32, clusterID string, tlsCf
 	defer stop()
 	if tlsCfg != nil {
 		if c, err = clientTLS(ctx, c, tlsCfg, addr); err != nil {
-			return 0, fmt.Errorf("probe %s: %w", addr, err)
+			return 0, &probeSecurityError{fmt.Errorf("probe %s: %w", addr, err)}
 		}
 	}
 	if _, err := c.Write(appendHello(nil, hello{From: from, To: ProbeNodeID, Cluster: clusterID})); err != nil {
@@ -70,7 +87,7 @@ func probe(ctx context.Context, addr string, from int32, clusterID string, tlsCf
 		return 0, fmt.Errorf("probe %s: %w", addr, err)
 	}
 	if !a.OK {
-		return 0, fmt.Errorf("probe %s: refused: %s", addr, a.Reason)
+		return 0, &probeSecurityError{fmt.Errorf("probe %s: refused: %s", addr, a.Reason)}
 	}
 	if a.From == ProbeNodeID {
 		return 0, fmt.Errorf("probe %s: the listener has the reserved node id %d", addr, ProbeNodeID)
