@@ -162,6 +162,10 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		v, _, _ := nodeEffective(lookup(ScopeNode, name), nodeValues)
 		return v
 	}
+	listeners, tlsc, err := resolveListeners(nodeValues, get)
+	if err != nil {
+		return NodeConfig{}, err
+	}
 	var seeds []string
 	if s := get(NodeSeeds); s != "" {
 		seeds = strings.Split(s, ",")
@@ -178,6 +182,8 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		Seeds:               seeds,
 		ProduceForwarding:   get(NodeProduceForwarding) == "true",
 		ReplicaLagTimeMaxMs: mustInt(get(NodeReplicaLagTimeMaxMs)),
+		Listeners:           listeners,
+		TLS:                 tlsc,
 	}, nil
 }
 

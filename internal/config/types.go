@@ -203,4 +203,8 @@ type NodeConfig struct {
 	Seeds               []string
 	ProduceForwarding   bool
 	ReplicaLagTimeMaxMs int64 // the ISR's lag window
+	// Listeners are the Kafka listeners, in the order configured: from listeners, or one
+	// PLAINTEXT listener on KafkaAddr (advertising AdvertisedKafkaAddr) when it is not set.
+	Listeners []ListenerConfig
+	TLS       TLSConfig
 }
