@@ -33,6 +33,10 @@ func handleFindCoordinator(s *Server, ctx context.Context, kreq kmsg.Request) re
 			if kerrv != nil {
 				return -1, "", -1, kerrv, "the consumer offsets topic is not available yet"
 			}
+			bi, ok := bi.On(listenerOf(ctx))
+			if !ok {
+				return -1, "", -1, kerr.CoordinatorNotAvailable, "the group's coordinator has no listener named " + listenerOf(ctx)
+			}
 			return bi.NodeID, bi.Host, bi.Port, nil, ""
 		case coordinatorKeyTransaction:
 			return -1, "", -1, kerr.InvalidRequest, "transactions are not supported yet: there is no transaction coordinator"
