@@ -98,7 +98,7 @@ named by --config, keyed by flag name (for example "node-id: 1"). Flags win over
 			if err != nil {
 				return err
 			}
-			return runBroker(node, logLevel, simulatePowerLoss, testHoldMoves)
+			return runBroker(node, listenerValues(values), logLevel, simulatePowerLoss, testHoldMoves)
 		},
 	}
 	for _, f := range startFlags {
@@ -182,7 +182,7 @@ func startValues(fs *pflag.FlagSet, configFile string) (map[string]string, error
 	return values, nil
 }
 
-func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, testHoldMoves string) error {
+func runBroker(node config.NodeConfig, listenerProps map[string]string, logLevel string, simulatePowerLoss bool, testHoldMoves string) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -219,7 +219,7 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 	}
 	b, err := broker.New(broker.Config{
 		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.Listeners[0].Addr, AdvertisedKafkaAddr: node.Listeners[0].Advertised,
-		Listeners: advertised, RPCAddr: node.RPCAddr, AdvertisedRPCAddr: node.AdvertisedRPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
+		Listeners: advertised, ListenerValues: listenerProps, RPCAddr: node.RPCAddr, AdvertisedRPCAddr: node.AdvertisedRPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
 		DisableForwarding: !node.ProduceForwarding, FS: fs, ReplicaLagMax: time.Duration(node.ReplicaLagTimeMaxMs) * time.Millisecond,
 		TestHoldMoves: testHoldMoves,
 	})
@@ -304,6 +304,20 @@ func lockDataDir(dir string) (func(), error) {
 		return nil, fmt.Errorf("data folder %s is in use by another cairn process: %w", dir, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// listenerValues picks the listener and ssl.* properties out of the start values, for
+// DescribeConfigs.
+func listenerValues(values map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{config.NodeListeners, config.NodeAdvertisedListeners, config.NodeListenerSecurityProtocolMap,
+		config.NodeSSLCertificateLocation, config.NodeSSLKeyLocation, config.NodeSSLTruststoreLocation,
+		config.NodeSSLClientAuth, config.NodeSSLPrincipalMappingRules} {
+		if v, ok := values[name]; ok {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // kafkaListeners turns the node's listeners into what the Kafka server serves, loading the

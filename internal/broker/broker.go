@@ -53,6 +53,9 @@ type Config struct {
 	// one's address stands as AdvertisedKafkaAddr for whatever names one address per broker
 	// (the admin API's broker list, builds that predate listeners).
 	Listeners []ListenerAddr
+	// ListenerValues are the listener and ssl.* node properties as set at start (names as
+	// in the registry), for DescribeConfigs; the broker does not interpret them.
+	ListenerValues map[string]string
 	// RPCAddr is where the inter-broker transport listens, and what peers dial unless
 	// AdvertisedRPCAddr is set; "" picks a free loopback port (tests).
 	RPCAddr string
@@ -554,6 +557,14 @@ func (b *Broker) NodeConfigValues() map[string]string {
 	}
 	if c.ReplicaLagMax > 0 {
 		v[config.NodeReplicaLagTimeMaxMs] = strconv.FormatInt(c.ReplicaLagMax.Milliseconds(), 10)
+	}
+	for k, val := range c.ListenerValues {
+		v[k] = val
+	}
+	if len(c.Listeners) > 0 && c.ListenerValues[config.NodeListeners] != "" {
+		// kafka.addr is not set alongside listeners: report it as not set.
+		delete(v, config.NodeKafkaAddr)
+		delete(v, config.NodeAdvertisedKafkaAddr)
 	}
 	return v
 }

@@ -349,3 +349,56 @@ func TestBadTLSInput(t *testing.T) {
 		t.Fatal("the broker logged a panic")
 	}
 }
+
+// TestListenerStartRefusals: `cairn start` with listeners it cannot serve exits non-zero
+// at once and says why.
+func TestListenerStartRefusals(t *testing.T) {
+	t.Parallel()
+	m := newTLSMaterial(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown-protocol", []string{"--listeners", "PLAINTEXT://" + freeAddr(t), "--listener-security-protocol-map", "PLAINTEXT:TLS"}, "unknown security protocol"},
+		{"ssl-without-certificate", []string{"--listeners", "SSL://" + freeAddr(t)}, "a TLS listener needs a PEM certificate and key"},
+		{"advertised-not-listened", []string{"--listeners", "PLAINTEXT://" + freeAddr(t), "--advertised-listeners", "SSL://localhost:9094"}, "not in listeners"},
+		{"with-kafka-addr", []string{"--listeners", "PLAINTEXT://" + freeAddr(t), "--kafka-addr", freeAddr(t)}, "listeners and kafka.addr are both set"},
+		{"same-port", []string{"--listeners", "PLAINTEXT://127.0.0.1:19092,SSL://127.0.0.1:19092",
+			"--ssl-certificate-location", m.certFile, "--ssl-key-location", m.keyFile}, "both use port 19092"},
+		{"sasl-listener", []string{"--listeners", "SASL_SSL://" + freeAddr(t), "--ssl-certificate-location", m.certFile, "--ssl-key-location", m.keyFile}, "SASL_SSL"},
+		{"java-keystore", []string{"--kafka-addr", freeAddr(t), "--ssl-keystore-location", "/etc/kafka/broker.jks"}, "PEM files"},
+		{"unreadable-certificate", []string{"--listeners", "SSL://" + freeAddr(t), "--ssl-certificate-location", "/nonexistent.pem", "--ssl-key-location", m.keyFile}, "/nonexistent.pem"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"start", "--node-id", "1", "--data-dir", t.TempDir(), "--admin-addr", freeAddr(t), "--rpc-addr", freeAddr(t)}, c.args...)
+			r := run(t, 30*time.Second, "", cairnBin, args...)
+			if r.Err == nil || strings.Contains(r.Err.Error(), "did not finish") {
+				t.Fatalf("cairn %s: want a prompt non-zero exit: %s", strings.Join(args, " "), r)
+			}
+			if !strings.Contains(r.Stderr, c.want) {
+				t.Errorf("cairn %s: stderr does not mention %q:\n%s", strings.Join(args, " "), c.want, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestListenersDescribed: DescribeConfigs reports the listener properties a broker was
+// started with.
+func TestListenersDescribed(t *testing.T) {
+	t.Parallel()
+	m := newTLSMaterial(t)
+	b := startBroker(t, BrokerOpts{Listeners: sslListener, TLS: m.files("")})
+	rcs, err := b.Admin(t).DescribeBrokerConfigs(ctxFor(t, 10*time.Second), 1)
+	if err != nil || len(rcs) != 1 {
+		t.Fatalf("DescribeConfigs broker 1: %v %+v", err, rcs)
+	}
+	got := map[string]string{}
+	for _, c := range rcs[0].Configs {
+		got[c.Key] = c.MaybeValue()
+	}
+	want := "PLAINTEXT://" + b.KafkaAddr + ",SSL://" + b.ListenerAddrs["SSL"]
+	if got["listeners"] != want || got["ssl.certificate.location"] != m.certFile {
+		t.Errorf("listeners %q, ssl.certificate.location %q; want %q, %q", got["listeners"], got["ssl.certificate.location"], want, m.certFile)
+	}
+}
