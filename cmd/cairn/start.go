@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -250,6 +251,12 @@ func runBroker(node config.NodeConfig, listenerProps map[string]string, logLevel
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	ks := kafka.NewServer(b, lg, metrics)
+	if slices.ContainsFunc(listeners, func(l kafka.Listener) bool { return l.TLS != nil }) {
+		metrics.RegisterTLSRefusals(func() admin.TLSRefusals {
+			st := ks.TLSStats()
+			return admin.TLSRefusals{HandshakeFailures: st.HandshakeFailures, PlaintextClients: st.PlaintextClients, UnmappedPrincipals: st.UnmappedPrincipals}
+		})
+	}
 	httpSrv := &http.Server{Handler: adminSrv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, len(kafkaLns)+1)
 	for i, ln := range kafkaLns {

@@ -85,7 +85,7 @@ type Options struct {
 	// Listeners is the advertised address of each named Kafka listener, nil for a broker
 	// whose one listener is PLAINTEXT on KafkaAddr.
 	Listeners map[string]string
-	Logger                   *slog.Logger
+	Logger    *slog.Logger
 	// LivenessTimeout is how long the leader waits without a broker's heartbeat before it
 	// marks the broker not live (default 3s); HeartbeatInterval is how often brokers send
 	// one (default 500ms).

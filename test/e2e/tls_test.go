@@ -345,6 +345,14 @@ func TestBadTLSInput(t *testing.T) {
 	if _, err := kadm.NewClient(cl).BrokerMetadata(ctxFor(t, 10*time.Second)); err != nil {
 		t.Fatalf("SSL listener after bad input: %v", err)
 	}
+	// Each refusal is counted where an operator looks.
+	refused := func(reason string) float64 {
+		v, _ := b.Metric(t, "cairn_kafka_tls_refused_connections_total", `{reason="`+reason+`"}`)
+		return v
+	}
+	if p, h := refused("plaintext"), refused("handshake"); p != 1 || h != 3 {
+		t.Errorf("refusals counted: plaintext %v, handshake %v; want 1 and 3", p, h)
+	}
 	if strings.Contains(harness.TailFile(b.LogPath, 200), "panic") {
 		t.Fatal("the broker logged a panic")
 	}
