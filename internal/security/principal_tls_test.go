@@ -25,6 +25,9 @@ func TestPrincipalMappingRules(t *testing.T) {
 		{rules: `RULE:^CN=([^,]*),OU=Eng,.*$/eng\/$1/`, dn: dn, want: "eng/Alice"},
 		{rules: "RULE:^CN=a,O=b$/ab/\nDEFAULT", dn: "CN=a,O=b", want: "ab"},
 		{rules: "RULE:^(.*)$/$9/", dn: dn, wantErr: "empty name"},
+		// The example of docs/operations.md.
+		{rules: "RULE:^CN=([^,]*),O=Acme(,.*)?$/$1/L,DEFAULT", dn: "CN=Alice,O=Acme,C=US", want: "alice"},
+		{rules: "RULE:^CN=([^,]*),O=Acme(,.*)?$/$1/L,DEFAULT", dn: "CN=Bob,O=Other", want: "CN=Bob,O=Other"},
 	}
 	for _, c := range cases {
 		m, err := ParsePrincipalMappingRules(c.rules)
