@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -261,4 +262,13 @@ func TestTLSListenerClosesPlaintextGarbageAndSilentClients(t *testing.T) {
 		t.Errorf("silent client held for %v", waited)
 	}
 	waitForStat(t, s, func(st TLSStats) bool { return st.HandshakeFailures == 3 && st.PlaintextClients == 1 })
+}
+
+// A TLS connection must never reach writeFileRange's sendfile path, which would write file
+// bytes to the socket unencrypted: tlsConn must not expose the raw descriptor.
+func TestTLSConnHidesTheSocketFromSendfile(t *testing.T) {
+	var c net.Conn = &tlsConn{}
+	if _, ok := c.(syscall.Conn); ok {
+		t.Fatal("tlsConn implements syscall.Conn: fetch responses would be sent with sendfile, in plaintext")
+	}
 }
