@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,7 +24,9 @@ import (
 	"github.com/cairn-io/cairn/internal/broker"
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/kafka"
+	"github.com/cairn-io/cairn/internal/security"
 	"github.com/cairn-io/cairn/internal/storage"
+	"github.com/cairn-io/cairn/internal/tlsconf"
 )
 
 // startFlags maps each `cairn start` flag to its node property in the registry. The same
@@ -41,6 +44,39 @@ var startFlags = []struct{ flag, property, usage string }{
 	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers, or of a running cluster to join"},
 	{"produce-forwarding", config.NodeProduceForwarding, "forward produce requests for partitions this broker does not lead to the leader (true or false)"},
 	{"replica-lag-time-max-ms", config.NodeReplicaLagTimeMaxMs, "how long (ms) a follower may lag its leader's log end and stay in the ISR (default 30000)"},
+	{"listeners", config.NodeListeners, "Kafka listeners, NAME://host:port,... (instead of --kafka-addr), e.g. PLAINTEXT://:9092,SSL://:9094"},
+	{"advertised-listeners", config.NodeAdvertisedListeners, "addresses clients are told per listener, NAME://host:port,... (default: each listener's bind address)"},
+	{"listener-security-protocol-map", config.NodeListenerSecurityProtocolMap, "security protocol of each listener name, NAME:PROTOCOL,... (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL map to themselves)"},
+	{"ssl-certificate-location", config.NodeSSLCertificateLocation, "PEM certificate (with chain) that SSL listeners present; reloaded when it changes"},
+	{"ssl-key-location", config.NodeSSLKeyLocation, "PEM private key of --ssl-certificate-location"},
+	{"ssl-truststore-location", config.NodeSSLTruststoreLocation, "PEM CA certificates that client certificates are verified against"},
+	{"ssl-client-auth", config.NodeSSLClientAuth, "none, requested or required: whether SSL listeners ask clients for a certificate"},
+	{"ssl-principal-mapping-rules", config.NodeSSLPrincipalMappingRules, "Kafka's RULE:pattern/replacement/[LU],...,DEFAULT rules mapping a client certificate's subject to a principal"},
+}
+
+// refusedStartKeys are Kafka broker settings a Kafka operator may reach for that Cairn
+// refuses (Java keystores): accepted as flags, environment and YAML keys only to be refused
+// with the reason, rather than as an unknown flag that says nothing.
+var refusedStartKeys = []struct{ flag, property string }{
+	{"ssl-keystore-location", "ssl.keystore.location"},
+	{"ssl-keystore-password", "ssl.keystore.password"},
+	{"ssl-keystore-type", "ssl.keystore.type"},
+	{"ssl-key-password", "ssl.key.password"},
+	{"ssl-truststore-password", "ssl.truststore.password"},
+	{"ssl-truststore-type", "ssl.truststore.type"},
+}
+
+// refusedStartKey returns the refusal of a Java keystore setting given by flag, environment
+// or YAML, or nil.
+func refusedStartKey(fs *pflag.FlagSet, fileKeys map[string]bool) error {
+	for _, k := range refusedStartKeys {
+		env := "CAIRN_" + strings.ToUpper(strings.ReplaceAll(k.flag, "-", "_"))
+		if fs.Changed(k.flag) || os.Getenv(env) != "" || fileKeys[k.flag] {
+			r, _ := config.LookupRefused(k.property)
+			return fmt.Errorf("--%s (%s): %s", k.flag, k.property, r.Message(k.property))
+		}
+	}
+	return nil
 }
 
 func newStartCmd() *cobra.Command {
@@ -63,11 +99,15 @@ named by --config, keyed by flag name (for example "node-id: 1"). Flags win over
 			if err != nil {
 				return err
 			}
-			return runBroker(node, logLevel, simulatePowerLoss, testHoldMoves)
+			return runBroker(node, listenerValues(values), logLevel, simulatePowerLoss, testHoldMoves)
 		},
 	}
 	for _, f := range startFlags {
 		cmd.Flags().String(f.flag, "", f.usage)
+	}
+	for _, k := range refusedStartKeys {
+		cmd.Flags().String(k.flag, "", "refused: Cairn reads PEM files only")
+		_ = cmd.Flags().MarkHidden(k.flag)
 	}
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML file with start options, keyed by flag name")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
@@ -85,6 +125,7 @@ named by --config, keyed by flag name (for example "node-id: 1"). Flags win over
 // startValues collects node property values from flags, environment and YAML.
 func startValues(fs *pflag.FlagSet, configFile string) (map[string]string, error) {
 	fileValues := map[string]string{}
+	fileKeys := map[string]bool{}
 	if configFile == "" {
 		configFile = os.Getenv("CAIRN_CONFIG")
 	}
@@ -100,6 +141,12 @@ func startValues(fs *pflag.FlagSet, configFile string) (map[string]string, error
 		known := map[string]bool{}
 		for _, f := range startFlags {
 			known[f.flag] = true
+		}
+		for k := range doc {
+			fileKeys[k] = true
+		}
+		if err := refusedStartKey(fs, fileKeys); err != nil {
+			return nil, err
 		}
 		for k, v := range doc {
 			if !known[k] {
@@ -118,6 +165,9 @@ func startValues(fs *pflag.FlagSet, configFile string) (map[string]string, error
 			}
 		}
 	}
+	if err := refusedStartKey(fs, fileKeys); err != nil {
+		return nil, err
+	}
 	values := map[string]string{}
 	for _, f := range startFlags {
 		env := "CAIRN_" + strings.ToUpper(strings.ReplaceAll(f.flag, "-", "_"))
@@ -133,7 +183,7 @@ func startValues(fs *pflag.FlagSet, configFile string) (map[string]string, error
 	return values, nil
 }
 
-func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, testHoldMoves string) error {
+func runBroker(node config.NodeConfig, listenerProps map[string]string, logLevel string, simulatePowerLoss bool, testHoldMoves string) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -164,9 +214,17 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 	if err != nil {
 		return err
 	}
+	listeners, err := kafkaListeners(node)
+	if err != nil {
+		return err
+	}
+	var advertised []broker.ListenerAddr
+	for _, l := range node.Listeners {
+		advertised = append(advertised, broker.ListenerAddr{Name: l.Name, Addr: l.Advertised})
+	}
 	b, err := broker.New(broker.Config{
-		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.KafkaAddr, AdvertisedKafkaAddr: node.AdvertisedKafkaAddr,
-		RPCAddr: node.RPCAddr, AdvertisedRPCAddr: node.AdvertisedRPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
+		NodeID: node.NodeID, DataDir: node.DataDir, KafkaAddr: node.Listeners[0].Addr, AdvertisedKafkaAddr: node.Listeners[0].Advertised,
+		Listeners: advertised, ListenerValues: listenerProps, RPCAddr: node.RPCAddr, AdvertisedRPCAddr: node.AdvertisedRPCAddr, AdminAddr: node.AdminAddr, Rack: node.Rack, Seeds: node.Seeds, Logger: lg,
 		DisableForwarding: !node.ProduceForwarding, FS: fs, ReplicaLagMax: time.Duration(node.ReplicaLagTimeMaxMs) * time.Millisecond,
 		TestHoldMoves: testHoldMoves, RPCTLS: rpcTLS, OtherNodeValues: securityNodeValues(node),
 	})
@@ -175,36 +233,57 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 	}
 	metrics := admin.NewMetrics(b)
 	adminSrv := admin.NewServer(b, metrics)
-	kafkaLn, err := net.Listen("tcp", node.KafkaAddr)
-	if err != nil {
-		b.Close()
-		return fmt.Errorf("kafka listener: %w", err)
+	var kafkaLns []net.Listener
+	closeLns := func() {
+		for _, ln := range kafkaLns {
+			ln.Close()
+		}
+	}
+	for _, l := range node.Listeners {
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			closeLns()
+			b.Close()
+			return fmt.Errorf("kafka listener %s: %w", l.Name, err)
+		}
+		kafkaLns = append(kafkaLns, ln)
 	}
 	adminLn, err := net.Listen("tcp", node.AdminAddr)
 	if err != nil {
-		kafkaLn.Close()
+		closeLns()
 		b.Close()
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	servedAdminLn, adminScheme, err := secureAdmin(adminSrv, b, adminLn, node.Admin, lg)
 	if err != nil {
 		adminLn.Close()
-		kafkaLn.Close()
+		closeLns()
 		b.Close()
 		return err
 	}
 	ks := kafka.NewServer(b, lg, metrics)
 	ks.SetAuthorizer(b) // off until the cluster property authorizer.class.name is set
+	if slices.ContainsFunc(listeners, func(l kafka.Listener) bool { return l.TLS != nil }) {
+		metrics.RegisterTLSRefusals(func() admin.TLSRefusals {
+			st := ks.TLSStats()
+			return admin.TLSRefusals{HandshakeFailures: st.HandshakeFailures, PlaintextClients: st.PlaintextClients, UnmappedPrincipals: st.UnmappedPrincipals}
+		})
+	}
 	httpSrv := &http.Server{Handler: adminSrv, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 2)
-	go func() { errc <- ks.Serve(kafkaLn) }()
+	errc := make(chan error, len(kafkaLns)+1)
+	for i, ln := range kafkaLns {
+		go func() { errc <- ks.ServeListener(ln, listeners[i]) }()
+	}
 	go func() {
 		if err := httpSrv.Serve(servedAdminLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	}()
 	adminSrv.SetReady(true)
-	lg.Info("cairn listening", "kafka", kafkaLn.Addr().String(), "advertised", node.AdvertisedKafkaAddr,
+	for i, l := range node.Listeners {
+		lg.Info("kafka listener", "name", l.Name, "protocol", l.Protocol, "addr", kafkaLns[i].Addr().String(), "advertised", l.Advertised)
+	}
+	lg.Info("cairn listening", "kafka", kafkaLns[0].Addr().String(), "advertised", node.Listeners[0].Advertised,
 		"admin", adminLn.Addr().String(), "admin_scheme", adminScheme, "rpc_tls", node.RPCTLS.Enabled, "node_id", node.NodeID, "data_dir", node.DataDir)
 
 	sigs := make(chan os.Signal, 1)
@@ -244,4 +323,48 @@ func lockDataDir(dir string) (func(), error) {
 		return nil, fmt.Errorf("data folder %s is in use by another cairn process: %w", dir, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// listenerValues picks the listener and ssl.* properties out of the start values, for
+// DescribeConfigs.
+func listenerValues(values map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{config.NodeListeners, config.NodeAdvertisedListeners, config.NodeListenerSecurityProtocolMap,
+		config.NodeSSLCertificateLocation, config.NodeSSLKeyLocation, config.NodeSSLTruststoreLocation,
+		config.NodeSSLClientAuth, config.NodeSSLPrincipalMappingRules} {
+		if v, ok := values[name]; ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// kafkaListeners turns the node's listeners into what the Kafka server serves, loading the
+// TLS material once for all TLS listeners. It fails before anything starts on a SASL
+// listener this build cannot serve or on unreadable TLS files.
+func kafkaListeners(node config.NodeConfig) ([]kafka.Listener, error) {
+	var reloader *tlsconf.Reloader
+	mapper, err := security.ParsePrincipalMappingRules(node.TLS.PrincipalMappingRules)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", config.NodeSSLPrincipalMappingRules, err)
+	}
+	var out []kafka.Listener
+	for _, l := range node.Listeners {
+		if l.SASL() && !kafka.ServesSASL {
+			return nil, fmt.Errorf("listener %s (%s): %w", l.Name, l.Protocol, kafka.ErrSASLNotServed)
+		}
+		kl := kafka.Listener{Name: l.Name, SASL: l.SASL()}
+		if l.TLS() {
+			if reloader == nil {
+				reloader, err = tlsconf.New(tlsconf.Files{Cert: node.TLS.CertFile, Key: node.TLS.KeyFile,
+					CA: node.TLS.TruststoreFile, ClientAuth: node.TLS.ClientAuth})
+				if err != nil {
+					return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+				}
+			}
+			kl.TLS, kl.Principals = reloader.ServerConfig(), mapper
+		}
+		out = append(out, kl)
+	}
+	return out, nil
 }

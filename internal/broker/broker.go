@@ -48,6 +48,14 @@ type Config struct {
 	DataDir             string
 	KafkaAddr           string
 	AdvertisedKafkaAddr string
+	// Listeners are the advertised addresses of the named Kafka listeners, in the order
+	// configured; nil is one PLAINTEXT listener on AdvertisedKafkaAddr. When set, the first
+	// one's address stands as AdvertisedKafkaAddr for whatever names one address per broker
+	// (the admin API's broker list, builds that predate listeners).
+	Listeners []ListenerAddr
+	// ListenerValues are the listener and ssl.* node properties as set at start (names as
+	// in the registry), for DescribeConfigs; the broker does not interpret them.
+	ListenerValues map[string]string
 	// RPCAddr is where the inter-broker transport listens, and what peers dial unless
 	// AdvertisedRPCAddr is set; "" picks a free loopback port (tests).
 	RPCAddr string
@@ -93,12 +101,15 @@ func errorf(code *kerr.Error, format string, args ...any) *Error {
 	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// BrokerInfo describes a broker in the cluster.
+// BrokerInfo describes a broker in the cluster, with the address of its first listener
+// (or its one PLAINTEXT listener); On gives the address on another listener.
 type BrokerInfo struct {
 	NodeID int32
 	Host   string
 	Port   int32
 	Rack   string
+
+	reg controller.Broker
 }
 
 // TopicInfo describes a topic.
@@ -182,6 +193,10 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.AdvertisedKafkaAddr == "" {
 		cfg.AdvertisedKafkaAddr = cfg.KafkaAddr
 	}
+	registered := registeredListeners(cfg.Listeners)
+	if len(cfg.Listeners) > 0 {
+		cfg.AdvertisedKafkaAddr = cfg.Listeners[0].Addr
+	}
 	if cfg.NodeID == 0 {
 		cfg.NodeID = 1 // the default of --node-id; raft reserves 0
 	}
@@ -245,7 +260,7 @@ func New(cfg Config) (*Broker, error) {
 	svc, err := cluster.New(cluster.Options{
 		NodeID: cfg.NodeID, Dir: filepath.Join(cfg.DataDir, "controller"), FS: cfg.FS,
 		Host: b.host, Transport: tr, Registry: reg, Seeds: cfg.Seeds,
-		KafkaAddr: cfg.AdvertisedKafkaAddr, RPCAddr: rpcAddr, Rack: cfg.Rack, Logger: cfg.Logger,
+		KafkaAddr: cfg.AdvertisedKafkaAddr, RPCAddr: rpcAddr, Rack: cfg.Rack, Logger: cfg.Logger, Listeners: registered,
 	})
 	if err == nil {
 		// Stored before Run: the handlers may reach the state while the broker joins.
@@ -362,15 +377,19 @@ func (b *Broker) ClusterID() string { return b.state().ClusterID() }
 func (b *Broker) ControllerID() int32 { return b.svc.Load().Leader() }
 
 func brokerInfo(br controller.Broker) BrokerInfo {
-	host, portStr, err := net.SplitHostPort(br.KafkaAddr)
+	return brokerAt(br, br.KafkaAddr)
+}
+
+func brokerAt(br controller.Broker, addr string) BrokerInfo {
+	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
-		host, portStr = br.KafkaAddr, "9092"
+		host, portStr = addr, "9092"
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "localhost"
 	}
 	port, _ := strconv.Atoi(portStr)
-	return BrokerInfo{NodeID: br.ID, Host: host, Port: int32(port), Rack: br.Rack}
+	return BrokerInfo{NodeID: br.ID, Host: host, Port: int32(port), Rack: br.Rack, reg: br}
 }
 
 // ClusterStatus is this broker's view of the cluster: its controller replica and every
@@ -550,6 +569,14 @@ func (b *Broker) NodeConfigValues() map[string]string {
 		if _, set := v[k]; !set {
 			v[k] = x
 		}
+	}
+	for k, val := range c.ListenerValues {
+		v[k] = val
+	}
+	if len(c.Listeners) > 0 && c.ListenerValues[config.NodeListeners] != "" {
+		// kafka.addr is not set alongside listeners: report it as not set.
+		delete(v, config.NodeKafkaAddr)
+		delete(v, config.NodeAdvertisedKafkaAddr)
 	}
 	return v
 }

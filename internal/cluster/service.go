@@ -82,7 +82,10 @@ type Options struct {
 	// KafkaAddr, RPCAddr and Rack are what this broker registers: its advertised Kafka
 	// address, the RPC address peers dial, its rack ("" for none).
 	KafkaAddr, RPCAddr, Rack string
-	Logger                   *slog.Logger
+	// Listeners is the advertised address of each named Kafka listener, nil for a broker
+	// whose one listener is PLAINTEXT on KafkaAddr.
+	Listeners map[string]string
+	Logger    *slog.Logger
 	// LivenessTimeout is how long the leader waits without a broker's heartbeat before it
 	// marks the broker not live (default 3s); HeartbeatInterval is how often brokers send
 	// one (default 500ms).
@@ -450,7 +453,7 @@ func (s *Service) register(ctx context.Context) error {
 			return err
 		}
 		res, err := s.Propose(ctx, controller.RegisterBroker{ID: s.opts.NodeID, KafkaAddr: s.opts.KafkaAddr,
-			RPCAddr: s.opts.RPCAddr, Rack: s.opts.Rack, Incarnation: inc})
+			RPCAddr: s.opts.RPCAddr, Rack: s.opts.Rack, Incarnation: inc, Listeners: s.opts.Listeners})
 		if err != nil {
 			return fmt.Errorf("cluster: registering broker %d: %w", s.opts.NodeID, err)
 		}

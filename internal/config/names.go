@@ -96,6 +96,17 @@ const (
 	NodeProduceForwarding   = "produce.forwarding"
 	NodeReplicaLagTimeMaxMs = "replica.lag.time.max.ms"
 	NodeSeeds               = "seeds"
+
+	// Kafka listeners and the TLS material of their SSL and SASL_SSL listeners, under
+	// Kafka's and librdkafka's names.
+	NodeListeners                   = "listeners"
+	NodeAdvertisedListeners         = "advertised.listeners"
+	NodeListenerSecurityProtocolMap = "listener.security.protocol.map"
+	NodeSSLCertificateLocation      = "ssl.certificate.location"
+	NodeSSLKeyLocation              = "ssl.key.location"
+	NodeSSLTruststoreLocation       = "ssl.truststore.location"
+	NodeSSLClientAuth               = "ssl.client.auth"
+	NodeSSLPrincipalMappingRules    = "ssl.principal.mapping.rules"
 )
 
 // Values of replica.selector.class: Kafka's class names, so that Kafka runbooks work

@@ -269,6 +269,30 @@ func build() *registry {
 		"RPC addresses (host:port) of other nodes to contact when joining the cluster.",
 		"broker: cluster join")
 	securityNodeProperties(node)
+	node(NodeListeners, "--listeners", listenersSpec(false), "", "",
+		"Kafka listeners, NAME://host:port each, comma-separated (e.g. PLAINTEXT://:9092,SSL://:9094); each name's security protocol comes from listener.security.protocol.map. When not set, one PLAINTEXT listener binds kafka.addr; when set, kafka.addr and advertised.kafka.addr must not be.",
+		"kafka: listeners")
+	node(NodeAdvertisedListeners, "--advertised-listeners", listenersSpec(true), "", "",
+		"Addresses clients are told to connect to, per listener (NAME://host:port, names from listeners); Metadata, FindCoordinator and DescribeCluster answer with those of the listener the request came in on. A listener not named here advertises its bind address.",
+		"broker: cluster registration and Metadata responses")
+	node(NodeListenerSecurityProtocolMap, "--listener-security-protocol-map", protocolMapSpec(), defaultProtocolMap, "",
+		"Security protocol of each listener name (NAME:PROTOCOL, comma-separated); PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL map to themselves by default.",
+		"kafka: listeners")
+	node(NodeSSLCertificateLocation, "--ssl-certificate-location", pathSpec(), "", "",
+		"PEM file of the certificate (with its chain) that SSL and SASL_SSL listeners present; reloaded when the file changes, for new connections.",
+		"kafka: TLS listeners")
+	node(NodeSSLKeyLocation, "--ssl-key-location", pathSpec(), "", "",
+		"PEM file of the private key of ssl.certificate.location (unencrypted); reloaded with it.",
+		"kafka: TLS listeners")
+	node(NodeSSLTruststoreLocation, "--ssl-truststore-location", pathSpec(), "", "",
+		"PEM file of the CA certificates that client certificates are verified against (needed when ssl.client.auth is requested or required).",
+		"kafka: TLS client authentication")
+	node(NodeSSLClientAuth, "--ssl-client-auth", enumSpec("none", "requested", "required"), "none", "",
+		"Whether TLS listeners ask clients for a certificate: none; requested (a client may present one, verified if it does); required (a client without a valid one is refused at the handshake). A client's principal is its certificate's mapped subject, User:ANONYMOUS without one.",
+		"kafka: TLS client authentication")
+	node(NodeSSLPrincipalMappingRules, "--ssl-principal-mapping-rules", principalRulesSpec(), "DEFAULT", "",
+		"How a client certificate's subject (RFC 2253, e.g. CN=alice,O=Acme) becomes a principal name: Kafka's RULE:pattern/replacement/[LU] rules, comma-separated, tried in order on the whole subject, and DEFAULT for the subject unchanged; a subject no rule matches is refused.",
+		"kafka: TLS principal")
 
 	scopeOrder := map[Scope]int{ScopeTopic: 0, ScopeCluster: 1, ScopeNode: 2}
 	slices.SortStableFunc(ps, func(a, b Property) int {
@@ -303,6 +327,7 @@ func refusedList() []Refused {
 		recompress = "compaction recompresses a batch it rewrites at its codec's default level; the level is not configurable"
 		tiered     = "Cairn has no tiered storage"
 		timestamps = "Cairn keeps producer timestamps and does not check or rewrite them against broker time yet"
+		jks        = "TLS material is read from PEM files only, not Java keystores: convert them (keytool -importkeystore, openssl pkcs12) and set ssl.certificate.location, ssl.key.location and ssl.truststore.location"
 		throttle   = "Kafka's per-replica replication throttles are not implemented; the catch-up of the replicas a move adds is bounded per broker by learner.recovery.rate, and followers in the ISR are never throttled"
 	)
 	return []Refused{
@@ -334,6 +359,10 @@ func refusedList() []Refused {
 		{Name: "unclean.leader.election.enable", KafkaScope: "topic", Reason: "leaders are elected by Raft from replicas that hold every committed entry, so there is no unclean election to allow"},
 
 		// Broker properties.
+		{Name: "ssl.key.password", KafkaScope: "broker", Reason: jks},
+		{Name: "ssl.keystore.*", KafkaScope: "broker", Reason: jks},
+		{Name: "ssl.truststore.password", KafkaScope: "broker", Reason: jks},
+		{Name: "ssl.truststore.type", KafkaScope: "broker", Reason: jks},
 		{Name: "follower.replication.throttled.rate", KafkaScope: "broker", Reason: throttle},
 		{Name: "leader.replication.throttled.rate", KafkaScope: "broker", Reason: throttle},
 		{Name: "log.cleaner.*", KafkaScope: "broker", Reason: "the log cleaner's threads, buffers, I/O limits and ratios are not configurable: " + compaction + " (log.cleaner.delete.retention.ms is accepted)"},

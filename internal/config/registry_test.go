@@ -78,7 +78,7 @@ func TestAcceptedProperties(t *testing.T) {
 			"offset.metadata.max.bytes", "offsets.commit.timeout.ms", "offsets.retention.check.interval.ms",
 			"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
 			"offsets.topic.segment.bytes", "replica.selector.class", "super.users", "write_caching_default"},
-		ScopeNode: {"admin.addr", "admin.auth", "admin.auth.probes.open", "admin.tls.certificate.location", "admin.tls.client.auth", "admin.tls.key.location", "admin.tls.truststore.location", "advertised.kafka.addr", "advertised.rpc.addr", "data.dir", "kafka.addr", "node.id", "produce.forwarding", "rack", "replica.lag.time.max.ms", "rpc.addr", "rpc.tls.certificate.location", "rpc.tls.enabled", "rpc.tls.key.location", "rpc.tls.truststore.location", "seeds"},
+		ScopeNode: {"admin.addr", "admin.auth", "admin.auth.probes.open", "admin.tls.certificate.location", "admin.tls.client.auth", "admin.tls.key.location", "admin.tls.truststore.location", "advertised.kafka.addr", "advertised.listeners", "advertised.rpc.addr", "data.dir", "kafka.addr", "listener.security.protocol.map", "listeners", "node.id", "produce.forwarding", "rack", "replica.lag.time.max.ms", "rpc.addr", "rpc.tls.certificate.location", "rpc.tls.enabled", "rpc.tls.key.location", "rpc.tls.truststore.location", "seeds", "ssl.certificate.location", "ssl.client.auth", "ssl.key.location", "ssl.principal.mapping.rules", "ssl.truststore.location"},
 	}
 	got := map[Scope][]string{ScopeTopic: TopicPropertyNames(), ScopeCluster: ClusterPropertyNames(), ScopeNode: NodePropertyNames()}
 	for s, w := range want {

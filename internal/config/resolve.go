@@ -170,6 +170,10 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 	if err != nil {
 		return NodeConfig{}, err
 	}
+	listeners, tlsc, err := resolveListeners(nodeValues, get)
+	if err != nil {
+		return NodeConfig{}, err
+	}
 	var seeds []string
 	if s := get(NodeSeeds); s != "" {
 		seeds = strings.Split(s, ",")
@@ -188,6 +192,8 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		ReplicaLagTimeMaxMs: mustInt(get(NodeReplicaLagTimeMaxMs)),
 		RPCTLS:              rpcTLS,
 		Admin:               adminSec,
+		Listeners:           listeners,
+		TLS:                 tlsc,
 	}, nil
 }
 

@@ -139,7 +139,9 @@ func TestResolveNode(t *testing.T) {
 	}
 	want := NodeConfig{NodeID: 1, ProduceForwarding: true, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
 		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644",
-		ReplicaLagTimeMaxMs: 30000, Admin: AdminSecurity{Auth: AdminAuthNone, ProbesOpen: true, ClientAuth: "none"}}
+		ReplicaLagTimeMaxMs: 30000, Admin: AdminSecurity{Auth: AdminAuthNone, ProbesOpen: true, ClientAuth: "none"},
+		Listeners: []ListenerConfig{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "localhost:9092", Advertised: "localhost:9092"}},
+		TLS:       TLSConfig{ClientAuth: "none", PrincipalMappingRules: "DEFAULT"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}

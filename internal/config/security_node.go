@@ -1,10 +1,5 @@
 package config
 
-import (
-	"strings"
-	"unicode"
-)
-
 // Node properties of inter-broker TLS and of the admin API's security (issue 15). They are
 // kept apart from the listener properties: each is read once, at `cairn start`, by the
 // component named in its EnforcedBy.
@@ -44,16 +39,6 @@ type AdminSecurity struct {
 
 // TLSEnabled reports whether the admin API serves HTTPS.
 func (a AdminSecurity) TLSEnabled() bool { return a.Cert != "" }
-
-func pathSpec() spec {
-	const valid = "a file path, or empty"
-	return spec{typ: TypeString, valid: valid, check: func(name, v string) (string, error) {
-		if strings.ContainsFunc(v, unicode.IsControl) {
-			return "", invalid(name, v, valid, "contains control characters")
-		}
-		return strings.TrimSpace(v), nil
-	}}
-}
 
 type nodeAdder func(name, flag string, s spec, def, defFrom, desc, enforcedBy string)
 

@@ -211,4 +211,8 @@ type NodeConfig struct {
 	ReplicaLagTimeMaxMs int64 // the ISR's lag window
 	RPCTLS              RPCTLS
 	Admin               AdminSecurity
+	// Listeners are the Kafka listeners, in the order configured: from listeners, or one
+	// PLAINTEXT listener on KafkaAddr (advertising AdvertisedKafkaAddr) when it is not set.
+	Listeners []ListenerConfig
+	TLS       TLSConfig
 }

@@ -186,6 +186,30 @@ var validationCases = map[string][]vcase{
 	"allow.everyone.if.no.acl.found": {
 		ok("true", "true"), ok("FALSE", "false"), bad("yes", "not a boolean"),
 	},
+	"listeners": {
+		ok("", ""), ok("PLAINTEXT://:9092", "PLAINTEXT://:9092"), ok(" plaintext://:9092 , SSL://0.0.0.0:9094 ", "PLAINTEXT://:9092,SSL://0.0.0.0:9094"),
+		bad("localhost:9092", "not NAME://host:port"), bad("IN-SIDE://:1", "letters, digits and underscores"),
+		bad("A://:1,a://:2", "named twice"), bad("A://x", "not a host:port"), bad("A://:1,,B://:2", "empty item"),
+	},
+	"advertised.listeners": {
+		ok("", ""), ok("SSL://b1.example:9094", "SSL://b1.example:9094"),
+		bad("SSL://:9094", "host is empty"), bad("SSL://0.0.0.0:9094", "wildcard"), bad("SSL://b1:0", "port 0"),
+	},
+	"listener.security.protocol.map": {
+		ok("PLAINTEXT:PLAINTEXT", "PLAINTEXT:PLAINTEXT"), ok("internal:ssl, EXTERNAL:SASL_SSL", "INTERNAL:SSL,EXTERNAL:SASL_SSL"),
+		bad("INTERNAL:TLS", "unknown security protocol"), bad("INTERNAL", "not NAME:PROTOCOL"),
+		bad("A:SSL,a:PLAINTEXT", "mapped twice"),
+	},
+	"ssl.certificate.location": {ok("", ""), ok("/etc/cairn/tls/broker.pem", "/etc/cairn/tls/broker.pem"), bad("a\nb", "control characters")},
+	"ssl.key.location":         {ok("/etc/cairn/tls/broker.key", "/etc/cairn/tls/broker.key"), bad("\x00", "control characters")},
+	"ssl.truststore.location":  {ok("ca.pem", "ca.pem"), bad("\t", "control characters")},
+	"ssl.client.auth": {
+		ok("none", "none"), ok("Required", "required"), ok("requested", "requested"), bad("want", "not one of the allowed values"),
+	},
+	"ssl.principal.mapping.rules": {
+		ok("DEFAULT", "DEFAULT"), ok("RULE:^CN=([^,]*),.*$/$1/L,DEFAULT", "RULE:^CN=([^,]*),.*$/$1/L,DEFAULT"),
+		bad("RULE:x", "both slashes"), bad("CN=.*", "want RULE"),
+	},
 	"seeds": {
 		ok("", ""), ok("a:9093", "a:9093"), ok(" a:9093 , b:9093 ", "a:9093,b:9093"),
 		bad("a:9093,,b:9093", "empty item"), bad("a", "not a host:port"), bad(":9093", "host is empty"),

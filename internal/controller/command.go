@@ -12,8 +12,10 @@ import (
 // Version is the encoding version of commands and snapshots. A decoder refuses a higher
 // version with ErrUnsupportedVersion: a replica that cannot understand a committed entry
 // must stop rather than skip it and diverge. Version 2 added the reassignment commands
-// (see sinceVersion); version 3 the decommission commands; version 4 force recovery; version 5 the SCRAM credential commands (users.go); version 6 the ACL commands
-// (acls.go).
+// (see sinceVersion); version 3 the decommission commands; version 4 force recovery;
+// version 5 the SCRAM credential commands (users.go); version 6 the ACL commands (acls.go)
+// and the brokers' named listeners (RegisterBroker.Listeners, encoded at version 6 only
+// when set).
 const Version = 6
 
 // ErrUnsupportedVersion reports a command or snapshot of an encoding version this build
@@ -67,7 +69,23 @@ type RegisterBroker struct {
 	RPCAddr     string `json:"rpc_addr"`
 	Rack        string `json:"rack,omitempty"`
 	Incarnation uint64 `json:"incarnation"`
+	// Listeners are the advertised address of each named Kafka listener (version 6). A
+	// broker with the one PLAINTEXT listener sends none, so its registration is encoded as
+	// before; KafkaAddr is then its PLAINTEXT address.
+	Listeners map[string]string `json:"listeners,omitempty"`
 }
+
+// encodingVersion is the version a RegisterBroker needs: 6 with listeners, 1 without.
+func (c RegisterBroker) encodingVersion() int {
+	if len(c.Listeners) > 0 {
+		return 6
+	}
+	return 1
+}
+
+// versioned is a command whose encoding version depends on its content (a field added
+// later), not only on its op.
+type versioned interface{ encodingVersion() int }
 
 // SetBrokerLiveness records the controller leader's verdict on a broker's liveness. The
 // incarnation must match the registered one, so that a verdict about a previous life of the
@@ -201,7 +219,11 @@ func EncodeCommand(c Command) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(envelope{V: max(1, sinceVersion[c.op()]), Op: c.op(), Body: body})
+	v := max(1, sinceVersion[c.op()])
+	if vc, ok := c.(versioned); ok {
+		v = max(v, vc.encodingVersion())
+	}
+	return json.Marshal(envelope{V: v, Op: c.op(), Body: body})
 }
 
 // DecodeCommand decodes a payload written by EncodeCommand. It returns a pointer to the
@@ -225,6 +247,9 @@ func DecodeCommand(b []byte) (Command, error) {
 	c := mk()
 	if err := strictUnmarshal(env.Body, c); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, env.Op, err)
+	}
+	if vc, ok := c.(versioned); ok && vc.encodingVersion() > env.V {
+		return nil, fmt.Errorf("%w: %s has version %d fields in a version %d envelope", ErrMalformed, env.Op, vc.encodingVersion(), env.V)
 	}
 	return c, nil
 }

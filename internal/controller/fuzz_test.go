@@ -14,6 +14,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	}
 	f.Add([]byte(`{"v":1,"op":"create_topic","body":{"name":"t","id":"ab000000000000000000000000000001","partitions":1,"rf":1,"assignment":[[1]]}}`))
 	f.Add([]byte(`{"v":1,"op":"register_broker","body":{"id":1,"kafka_addr":"k","rpc_addr":"r","incarnation":1}}`))
+	f.Add([]byte(`{"v":6,"op":"register_broker","body":{"id":1,"kafka_addr":"k","rpc_addr":"r","incarnation":1,"listeners":{"PLAINTEXT":"k","SSL":"s"}}}`))
+	f.Add([]byte(`{"v":1,"op":"register_broker","body":{"id":1,"kafka_addr":"k","rpc_addr":"r","incarnation":1,"listeners":{"SSL":""}}}`))
 	f.Add([]byte(`{"v":2,"op":"begin_reassignment","body":{"topic":"t","partition":-1,"replicas":null}}`))
 	f.Add([]byte(`{"v":2,"op":"begin_reassignment","body":{"topic":"t","partition":1,"replicas":[1,2]}}`))
 	f.Add([]byte(`{"v":2,"op":"complete_reassignment","body":{"topic":"t","partition":0,"replicas":[2]}}`))

@@ -17,7 +17,7 @@ import (
 // Topic.Moved); a version-1 or -2 snapshot has none and must not carry them.
 // Version 4 added the brokers' membership (Broker.Membership, decommission); version 5 the
 // partitions' force recoveries (Topic.Recovered); version 6 the SCRAM users; version 7 the
-// ACLs.
+// ACLs and the brokers' named listeners (Broker.Listeners).
 const SnapshotVersion = 7
 
 // snapshot is the encoded form of a whole State. Brokers are sorted by id and topics by
@@ -127,6 +127,14 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		}
 		if br.Membership != "" && snap.V < 4 {
 			return bad("broker %d has a membership in a version %d snapshot", br.ID, snap.V)
+		}
+		if len(br.Listeners) > 0 && snap.V < 7 {
+			return bad("broker %d has listeners in a version %d snapshot", br.ID, snap.V)
+		}
+		for name, addr := range br.Listeners {
+			if name == "" || addr == "" {
+				return bad("broker %d has a listener without a name or an address", br.ID)
+			}
 		}
 		b := br
 		s.brokers[b.ID] = &b

@@ -30,6 +30,23 @@ type Broker struct {
 	// Membership is "" while the broker is active, MembershipDraining while it is being
 	// decommissioned and MembershipDecommissioned once it has left (decommission.go).
 	Membership string `json:"membership,omitempty"`
+	// Listeners are the advertised address of each of the broker's named Kafka listeners;
+	// empty for a broker with only KafkaAddr, which is then its PLAINTEXT listener.
+	Listeners map[string]string `json:"listeners,omitempty"`
+}
+
+// PlaintextListener is the name under which a broker registered without listeners serves
+// KafkaAddr.
+const PlaintextListener = "PLAINTEXT"
+
+// ListenerAddr is the address clients of listener name are told for b, and false when b
+// has no such listener.
+func (b Broker) ListenerAddr(name string) (string, bool) {
+	if len(b.Listeners) == 0 {
+		return b.KafkaAddr, name == PlaintextListener
+	}
+	addr, ok := b.Listeners[name]
+	return addr, ok
 }
 
 // Topic is a topic as the controller knows it. Assignment[p] is partition p's replica
@@ -295,7 +312,13 @@ func (s *State) registerBroker(c *RegisterBroker) *applyErr {
 	if old, ok := s.brokers[c.ID]; ok && c.Incarnation <= old.Incarnation {
 		return reject(kerr.DuplicateBrokerRegistration, "broker %d is registered with incarnation %d; %d is not newer", c.ID, old.Incarnation, c.Incarnation)
 	}
-	nb := &Broker{ID: c.ID, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr, Rack: c.Rack, Incarnation: c.Incarnation, Live: true}
+	for name, addr := range c.Listeners {
+		if name == "" || addr == "" {
+			return reject(kerr.InvalidRequest, "broker %d registers a listener without a name or an address", c.ID)
+		}
+	}
+	nb := &Broker{ID: c.ID, KafkaAddr: c.KafkaAddr, RPCAddr: c.RPCAddr, Rack: c.Rack, Incarnation: c.Incarnation, Live: true,
+		Listeners: maps.Clone(c.Listeners)}
 	if old, ok := s.brokers[c.ID]; ok {
 		nb.Maintenance = old.Maintenance // a restart within maintenance stays in it
 		nb.Membership = old.Membership   // and one within a decommission stays in it

@@ -36,6 +36,10 @@ func handleFindCoordinator(s *Server, ctx context.Context, kreq kmsg.Request) re
 			if kerrv != nil {
 				return -1, "", -1, kerrv, "the consumer offsets topic is not available yet"
 			}
+			bi, ok := bi.On(listenerOf(ctx))
+			if !ok {
+				return -1, "", -1, kerr.CoordinatorNotAvailable, "the group's coordinator has no listener named " + listenerOf(ctx)
+			}
 			return bi.NodeID, bi.Host, bi.Port, nil, ""
 		case coordinatorKeyTransaction:
 			if !s.authorized(ctx, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key) {

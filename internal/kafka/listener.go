@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"sync"
 
 	"github.com/cairn-io/cairn/internal/security"
@@ -16,6 +17,13 @@ type Listener struct {
 	// SASL is set for SASL_PLAINTEXT and SASL_SSL listeners: a client must authenticate
 	// before any request other than ApiVersions and the SASL APIs is served.
 	SASL bool
+	// TLS, when set, makes each connection start with a TLS handshake under this
+	// configuration (SSL and SASL_SSL listeners); it decides whether a client certificate
+	// is asked for and verifies it.
+	TLS *tls.Config
+	// Principals maps a verified client certificate to the connection's principal
+	// (ssl.principal.mapping.rules); nil is DEFAULT, the subject unchanged.
+	Principals *security.PrincipalMapper
 }
 
 // session is what the server knows about one connection: the listener it came in on and

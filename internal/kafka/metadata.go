@@ -15,7 +15,9 @@ const unrequestedAuthorizedOperations = -2147483648
 func handleMetadata(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	for _, bi := range s.b.Brokers() {
+	// The addresses of the listener the client came in on: a client of the SSL listener
+	// must be sent to SSL ports, never to another listener's.
+	for _, bi := range s.b.BrokersOn(listenerOf(ctx)) {
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port = bi.NodeID, bi.Host, bi.Port
 		if bi.Rack != "" {
@@ -143,7 +145,7 @@ func handleDescribeCluster(s *Server, ctx context.Context, kreq kmsg.Request) re
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = s.clusterAuthorizedOperations(ctx)
 	}
-	for _, bi := range s.b.Brokers() {
+	for _, bi := range s.b.BrokersOn(listenerOf(ctx)) {
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = bi.NodeID, bi.Host, bi.Port
 		if bi.Rack != "" {

@@ -34,7 +34,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/broker"
-	"github.com/cairn-io/cairn/internal/security"
 )
 
 // Limits that keep per-connection memory bounded.
@@ -130,6 +129,7 @@ type Server struct {
 
 	unfilled frameReserve
 	auth     authState
+	tls      tlsCounters
 
 	mu    sync.Mutex
 	lns   []net.Listener
@@ -154,6 +154,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // ServeListener accepts connections on ln until Close, each served as listener l says. A
 // server may serve several listeners at once, each from its own goroutine.
 func (s *Server) ServeListener(ln net.Listener, l Listener) error {
+	if l.SASL && !ServesSASL {
+		return fmt.Errorf("listener %s: %w", l.Name, ErrSASLNotServed)
+	}
 	s.mu.Lock()
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
@@ -185,7 +188,11 @@ func (s *Server) ServeListener(ln net.Listener, l Listener) error {
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(c, l)
+			if conn, ok := s.startTLS(c, l); ok {
+				s.serveConn(conn, l)
+			} else {
+				c.Close()
+			}
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
@@ -238,7 +245,7 @@ func (s *Server) serveConn(c net.Conn, l Listener) {
 		s.metrics.ConnectionOpened()
 		defer s.metrics.ConnectionClosed()
 	}
-	sess := &session{listener: l, principal: security.Anonymous}
+	sess := &session{listener: l, principal: connPrincipal(c)}
 	ctx, cancel := context.WithCancel(withSession(withClientHost(context.Background(), c.RemoteAddr()), sess))
 	defer cancel()
 	defer c.Close()

@@ -80,6 +80,10 @@ type BrokerOpts struct {
 	// Addrs, when set, are the Kafka, admin and RPC addresses to use (a cluster's members
 	// must know each other's RPC addresses before any starts).
 	Addrs *[3]string
+	// Listeners are Kafka listeners beside the PLAINTEXT one, each on a free port
+	// (Broker.ListenerAddrs); TLS is the PEM material of the TLS ones.
+	Listeners []harness.Listener
+	TLS       harness.TLSFiles
 }
 
 // Broker is one cairn process (and its successors after Restart) with a fixed data
@@ -126,6 +130,7 @@ func newBroker(t testing.TB, opts BrokerOpts) *Broker {
 	b := &Broker{t: t, opts: opts, Broker: harness.New(harness.Options{
 		ID: opts.NodeID, OmitNodeID: opts.OmitNodeID, Binary: cairnBin, DataDir: opts.DataDir,
 		LogPath: filepath.Join(logDir, "broker.log"), LogLevel: opts.LogLevel, Args: opts.Args, Env: opts.Env,
+		Listeners: opts.Listeners, TLS: opts.TLS,
 	})}
 	if opts.Addrs != nil {
 		b.KafkaAddr, b.AdminAddr, b.RPCAddr = opts.Addrs[0], opts.Addrs[1], opts.Addrs[2]

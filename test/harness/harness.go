@@ -142,6 +142,25 @@ type Options struct {
 	ReadyTimeout, StopTimeout time.Duration
 	// Logf, when set, receives every lifecycle event (starts, signals, readiness).
 	Logf func(format string, args ...any)
+	// Listeners, when set, are Kafka listeners beside the PLAINTEXT one on KafkaAddr; each
+	// binds a free loopback port (Broker.ListenerAddrs), and the broker is started with
+	// --listeners instead of --kafka-addr.
+	Listeners []Listener
+	// TLS is the PEM material and client authentication of the TLS listeners.
+	TLS TLSFiles
+}
+
+// Listener is one further Kafka listener: its name and security protocol.
+type Listener struct {
+	Name, Protocol string // e.g. "SSL", "SSL"
+}
+
+// TLSFiles are the ssl.* start flags of a broker with TLS listeners.
+type TLSFiles struct {
+	Cert, Key, CA string
+	ClientAuth    string // none, requested, required; "" leaves the flag off
+	// PrincipalRules is ssl.principal.mapping.rules; "" leaves the flag off.
+	PrincipalRules string
 }
 
 // Broker is one broker's fixed identity and its current process. The addresses and folders
@@ -152,8 +171,10 @@ type Broker struct {
 	KafkaAddr string // what clients dial
 	AdminAddr string // admin HTTP API
 	RPCAddr   string // the broker's own rpc listener
-	DataDir   string
-	LogPath   string
+	// ListenerAddrs are the addresses of Options.Listeners, by name.
+	ListenerAddrs map[string]string
+	DataDir       string
+	LogPath       string
 
 	opts Options
 
@@ -192,7 +213,27 @@ func New(opts Options) *Broker {
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = DefaultStopTimeout
 	}
-	return &Broker{ID: opts.ID, DataDir: opts.DataDir, LogPath: opts.LogPath, opts: opts}
+	b := &Broker{ID: opts.ID, DataDir: opts.DataDir, LogPath: opts.LogPath, opts: opts}
+	// A port that cannot be probed now is picked again at LaunchOnFreePorts; a broker on
+	// fixed ports then fails its start with the empty address, which says why.
+	_ = b.pickListenerAddrs()
+	return b
+}
+
+// pickListenerAddrs gives each further listener a free loopback port.
+func (b *Broker) pickListenerAddrs() error {
+	if len(b.opts.Listeners) == 0 {
+		return nil
+	}
+	b.ListenerAddrs = map[string]string{}
+	for _, l := range b.opts.Listeners {
+		addr, err := FreeAddr()
+		if err != nil {
+			return err
+		}
+		b.ListenerAddrs[l.Name] = addr
+	}
+	return nil
 }
 
 func (b *Broker) logf(format string, args ...any) {
@@ -215,6 +256,9 @@ func (b *Broker) LaunchOnFreePorts(ctx context.Context, picked func()) error {
 			}
 		}
 		b.KafkaAddr, b.AdminAddr, b.RPCAddr = addrs[0], addrs[1], addrs[2]
+		if err := b.pickListenerAddrs(); err != nil {
+			return err
+		}
 		if picked != nil {
 			picked()
 		}
@@ -331,9 +375,29 @@ func (b *Broker) commandLine() []string {
 	if !b.opts.OmitNodeID {
 		args = append(args, "--node-id", strconv.Itoa(b.ID))
 	}
+	args = append(args, "--data-dir", b.DataDir)
+	if len(b.opts.Listeners) == 0 {
+		args = append(args, "--kafka-addr", b.KafkaAddr)
+	} else {
+		listeners := []string{"PLAINTEXT://" + b.KafkaAddr}
+		protocols := []string{"PLAINTEXT:PLAINTEXT"}
+		for _, l := range b.opts.Listeners {
+			listeners = append(listeners, l.Name+"://"+b.ListenerAddrs[l.Name])
+			protocols = append(protocols, l.Name+":"+l.Protocol)
+		}
+		args = append(args, "--listeners", strings.Join(listeners, ","),
+			"--listener-security-protocol-map", strings.Join(protocols, ","))
+	}
+	for _, f := range []struct{ flag, value string }{
+		{"--ssl-certificate-location", b.opts.TLS.Cert}, {"--ssl-key-location", b.opts.TLS.Key},
+		{"--ssl-truststore-location", b.opts.TLS.CA}, {"--ssl-client-auth", b.opts.TLS.ClientAuth},
+		{"--ssl-principal-mapping-rules", b.opts.TLS.PrincipalRules},
+	} {
+		if f.value != "" {
+			args = append(args, f.flag, f.value)
+		}
+	}
 	args = append(args,
-		"--data-dir", b.DataDir,
-		"--kafka-addr", b.KafkaAddr,
 		"--admin-addr", b.AdminAddr,
 		"--rpc-addr", b.RPCAddr,
 		"--log-level", b.opts.LogLevel,
