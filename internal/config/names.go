@@ -79,6 +79,9 @@ const (
 	NodeProduceForwarding   = "produce.forwarding"
 	NodeReplicaLagTimeMaxMs = "replica.lag.time.max.ms"
 	NodeSeeds               = "seeds"
+
+	NodeSASLEnabledMechanisms  = "sasl.enabled.mechanisms"
+	NodeConnectionsMaxReauthMs = "connections.max.reauth.ms"
 )
 
 // Values of replica.selector.class: Kafka's class names, so that Kafka runbooks work

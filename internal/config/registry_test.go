@@ -78,7 +78,7 @@ func TestAcceptedProperties(t *testing.T) {
 			"offset.metadata.max.bytes", "offsets.commit.timeout.ms", "offsets.retention.check.interval.ms",
 			"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
 			"offsets.topic.segment.bytes", "replica.selector.class", "write_caching_default"},
-		ScopeNode: {"admin.addr", "advertised.kafka.addr", "advertised.rpc.addr", "data.dir", "kafka.addr", "node.id", "produce.forwarding", "rack", "replica.lag.time.max.ms", "rpc.addr", "seeds"},
+		ScopeNode: {"admin.addr", "advertised.kafka.addr", "advertised.rpc.addr", "connections.max.reauth.ms", "data.dir", "kafka.addr", "node.id", "produce.forwarding", "rack", "replica.lag.time.max.ms", "rpc.addr", "sasl.enabled.mechanisms", "seeds"},
 	}
 	got := map[Scope][]string{ScopeTopic: TopicPropertyNames(), ScopeCluster: ClusterPropertyNames(), ScopeNode: NodePropertyNames()}
 	for s, w := range want {

@@ -178,6 +178,9 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		Seeds:               seeds,
 		ProduceForwarding:   get(NodeProduceForwarding) == "true",
 		ReplicaLagTimeMaxMs: mustInt(get(NodeReplicaLagTimeMaxMs)),
+
+		SASLEnabledMechanisms:  strings.Split(get(NodeSASLEnabledMechanisms), ","),
+		ConnectionsMaxReauthMs: mustInt(get(NodeConnectionsMaxReauthMs)),
 	}, nil
 }
 

@@ -139,7 +139,7 @@ func TestResolveNode(t *testing.T) {
 	}
 	want := NodeConfig{NodeID: 1, ProduceForwarding: true, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
 		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644",
-		ReplicaLagTimeMaxMs: 30000}
+		ReplicaLagTimeMaxMs: 30000, SASLEnabledMechanisms: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
@@ -153,6 +153,10 @@ func TestResolveNode(t *testing.T) {
 	got, _ = ResolveNode(map[string]string{"kafka.addr": ":19092", "advertised.kafka.addr": "h:9092"})
 	if got.AdvertisedKafkaAddr != "h:9092" {
 		t.Fatalf("advertised: %q", got.AdvertisedKafkaAddr)
+	}
+	got, _ = ResolveNode(map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512, PLAIN", "connections.max.reauth.ms": "60000"})
+	if !slices.Equal(got.SASLEnabledMechanisms, []string{"SCRAM-SHA-512", "PLAIN"}) || got.ConnectionsMaxReauthMs != 60000 {
+		t.Fatalf("sasl: %+v", got)
 	}
 	got, _ = ResolveNode(map[string]string{"rpc.addr": ":19093"})
 	if got.RPCAddr != ":19093" || got.AdvertisedRPCAddr != ":19093" {

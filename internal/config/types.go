@@ -203,4 +203,8 @@ type NodeConfig struct {
 	Seeds               []string
 	ProduceForwarding   bool
 	ReplicaLagTimeMaxMs int64 // the ISR's lag window
+	// SASLEnabledMechanisms are the SASL mechanisms served, in the order given.
+	SASLEnabledMechanisms []string
+	// ConnectionsMaxReauthMs is the SASL session lifetime (KIP-368); 0 is unlimited.
+	ConnectionsMaxReauthMs int64
 }
