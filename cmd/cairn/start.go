@@ -41,6 +41,8 @@ var startFlags = []struct{ flag, property, usage string }{
 	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers, or of a running cluster to join"},
 	{"produce-forwarding", config.NodeProduceForwarding, "forward produce requests for partitions this broker does not lead to the leader (true or false)"},
 	{"replica-lag-time-max-ms", config.NodeReplicaLagTimeMaxMs, "how long (ms) a follower may lag its leader's log end and stay in the ISR (default 30000)"},
+	{"sasl-enabled-mechanisms", config.NodeSASLEnabledMechanisms, "SASL mechanisms SASL listeners offer (default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)"},
+	{"connections-max-reauth-ms", config.NodeConnectionsMaxReauthMs, "SASL session lifetime (ms) after which clients re-authenticate (KIP-368); 0 is unlimited"},
 }
 
 func newStartCmd() *cobra.Command {
@@ -183,6 +185,13 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	ks := kafka.NewServer(b, lg, metrics)
+	if err := ks.SetSASL(kafka.SASLConfig{Mechanisms: node.SASLEnabledMechanisms,
+		SessionLifetime: time.Duration(node.ConnectionsMaxReauthMs) * time.Millisecond}); err != nil {
+		kafkaLn.Close()
+		adminLn.Close()
+		b.Close()
+		return err
+	}
 	httpSrv := &http.Server{Handler: adminSrv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- ks.Serve(kafkaLn) }()
