@@ -192,6 +192,7 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 		b.Close()
 		return err
 	}
+	metrics.WatchAuthentication(ks)
 	httpSrv := &http.Server{Handler: adminSrv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- ks.Serve(kafkaLn) }()
