@@ -25,7 +25,7 @@ func (c *saramaSCRAM) Begin(user, password, authzID string) error {
 }
 
 func (c *saramaSCRAM) Step(challenge string) (string, error) { return c.conv.Step(challenge) }
-func (c *saramaSCRAM) Done() bool                              { return c.conv.Done() }
+func (c *saramaSCRAM) Done() bool                            { return c.conv.Done() }
 
 // sarama produces and consumes over SASL in both flows it speaks: the v0 handshake with
 // bare tokens, and SaslAuthenticate after a v1 handshake; a wrong password fails with
