@@ -101,6 +101,7 @@ type saslConn struct {
 	exchange      security.Exchange // the exchange under way, nil between exchanges
 	raw           bool              // the exchange's messages are bare frames (v0 handshake)
 	authenticated bool              // the connection has authenticated at least once
+	mechanism     string            // of the last successful authentication
 	expires       time.Time         // end of the session; zero when it does not end
 	closing       bool              // the response being built is the connection's last
 }
@@ -237,7 +238,14 @@ func (s *Server) handleRawSASLToken(ctx context.Context, sess *session, frame []
 func (s *Server) saslStep(ctx context.Context, sess *session, msg []byte) ([]byte, error) {
 	st := &sess.sasl
 	ex := st.exchange
-	reply, err := ex.Step(msg)
+	var reply []byte
+	var err error
+	if st.authenticated && ex.Mechanism() != st.mechanism {
+		// As in Kafka: the handshake is answered, and the re-authentication fails here.
+		err = fmt.Errorf("SASL mechanism %s is not supported for re-authentication of a connection authenticated with %s", ex.Mechanism(), st.mechanism)
+	} else {
+		reply, err = ex.Step(msg)
+	}
 	if err == nil && ex.Done() && st.authenticated && ex.Principal() != principalOf(ctx) {
 		err = fmt.Errorf("re-authentication as %s refused: the connection is authenticated as %s, and a connection cannot change principals", ex.Principal(), principalOf(ctx))
 	}
@@ -258,7 +266,7 @@ func (s *Server) saslStep(ctx context.Context, sess *session, msg []byte) ([]byt
 	if st.authenticated {
 		s.sasl.reauths.Add(1)
 	}
-	st.exchange, st.raw, st.authenticated = nil, false, true
+	st.exchange, st.raw, st.authenticated, st.mechanism = nil, false, true, ex.Mechanism()
 	st.expires = time.Time{}
 	if d := s.saslConfig().SessionLifetime; d > 0 {
 		st.expires = s.saslNow().Add(d)

@@ -370,23 +370,30 @@ func TestSASLReauthenticationWithFranzGo(t *testing.T) {
 }
 
 // A connection whose session expired is closed at its next request; a re-authentication
-// as another user is refused and closes the connection.
+// as another user, or with another mechanism, is refused and closes the connection.
 func TestSASLSessionExpiryAndPrincipalChange(t *testing.T) {
-	sb := startSASLBroker(t, &SASLConfig{Mechanisms: []string{"PLAIN"}, SessionLifetime: time.Minute})
+	sb := startSASLBroker(t, &SASLConfig{Mechanisms: []string{"PLAIN", "SCRAM-SHA-256"}, SessionLifetime: time.Minute})
 	sb.addUser(t, "alice", "alice-secret")
 	sb.addUser(t, "bob", "bob-secret")
 
-	authenticate := func(c net.Conn, user, pw string) kmsg.SASLAuthenticateResponse {
+	authenticateWith := func(c net.Conn, mech, msg string) kmsg.SASLAuthenticateResponse {
 		t.Helper()
 		hs := kmsg.NewPtrSASLHandshakeRequest()
-		hs.Mechanism = "PLAIN"
+		hs.Mechanism = mech
 		var hsResp kmsg.SASLHandshakeResponse
 		roundTrip(t, c, hs, 1, &hsResp)
+		if hsResp.ErrorCode != 0 {
+			t.Fatalf("handshake %s: %v", mech, kerr.ErrorForCode(hsResp.ErrorCode))
+		}
 		auth := kmsg.NewPtrSASLAuthenticateRequest()
-		auth.SASLAuthBytes = []byte("\x00" + user + "\x00" + pw)
+		auth.SASLAuthBytes = []byte(msg)
 		var resp kmsg.SASLAuthenticateResponse
 		roundTrip(t, c, auth, 1, &resp)
 		return resp
+	}
+	authenticate := func(c net.Conn, user, pw string) kmsg.SASLAuthenticateResponse {
+		t.Helper()
+		return authenticateWith(c, "PLAIN", "\x00"+user+"\x00"+pw)
 	}
 
 	c := dialRaw(t, sb.saslAddr)
@@ -412,6 +419,14 @@ func TestSASLSessionExpiryAndPrincipalChange(t *testing.T) {
 	resp = authenticate(c, "bob", "bob-secret")
 	if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code || resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "cannot change principals") {
 		t.Fatalf("re-authentication as bob: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
+	}
+	expectClosed(t, c)
+
+	c = dialRaw(t, sb.saslAddr)
+	authenticate(c, "alice", "alice-secret")
+	resp = authenticateWith(c, "SCRAM-SHA-256", "n,,n=alice,r=abcdef")
+	if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code || resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "not supported for re-authentication") {
+		t.Fatalf("re-authentication with SCRAM-SHA-256: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
 	}
 	expectClosed(t, c)
 }
