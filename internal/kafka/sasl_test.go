@@ -197,6 +197,41 @@ func TestSASLWrongPassword(t *testing.T) {
 	}
 }
 
+// A malformed exchange (out of order, oversized, a nonce that is not the server's) is
+// answered SASL_AUTHENTICATION_FAILED saying what was wrong, and the connection closes.
+func TestSASLMalformedExchange(t *testing.T) {
+	sb := startSASLBroker(t, nil)
+	sb.addUser(t, "alice", "alice-secret")
+	for _, tc := range []struct {
+		name     string
+		messages []string
+		want     string
+	}{
+		{"final first", []string{"c=biws,r=abc,p=AAAA"}, "client-final message sent before client-first"},
+		{"oversized", []string{"n,,n=alice,r=" + strings.Repeat("x", 5000)}, "exceeds"},
+		{"foreign nonce", []string{"n,,n=alice,r=abcdef", "c=biws,r=notserver,p=AAAA"}, "nonce"},
+		{"token auth", []string{"n,,n=alice,r=abcdef,tokenauth=true"}, "delegation tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, sb.saslAddr)
+			hs := kmsg.NewPtrSASLHandshakeRequest()
+			hs.Mechanism = "SCRAM-SHA-256"
+			var hsResp kmsg.SASLHandshakeResponse
+			roundTrip(t, c, hs, 1, &hsResp)
+			var resp kmsg.SASLAuthenticateResponse
+			for _, m := range tc.messages {
+				auth := kmsg.NewPtrSASLAuthenticateRequest()
+				auth.SASLAuthBytes = []byte(m)
+				roundTrip(t, c, auth, 2, &resp)
+			}
+			if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code || resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, tc.want) {
+				t.Fatalf("answered %v %v, want a message with %q", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage, tc.want)
+			}
+			expectClosed(t, c)
+		})
+	}
+}
+
 // A mechanism that is not enabled gets UNSUPPORTED_SASL_MECHANISM with the enabled ones,
 // and the connection closes.
 func TestSASLUnknownMechanism(t *testing.T) {
