@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/security"
 )
 
 // Produce forwarding: a produce for a partition this broker does not lead goes to the
@@ -21,12 +22,24 @@ import (
 //
 // Wire (versioned, big endian):
 //
-//	request  = version u8 | corr u64 (0: acks=0, no answer wanted) | acks i16 | timeout_ms i32 |
-//	           partition i32 | topic_len u16 | topic | records (the rest)
-//	response = version u8 | corr u64 | error_code i16 | base_offset i64 | log_start i64 |
-//	           msg_len u16 | msg
+//	request v1 = 1 u8 | corr u64 (0: acks=0, no answer wanted) | acks i16 | timeout_ms i32 |
+//	             partition i32 | topic_len u16 | topic | records (the rest)
+//	request v2 = 2 u8 | corr u64 | acks i16 | timeout_ms i32 | partition i32 | topic_len u16 |
+//	             topic | principal_len u16 | principal | host_len u8 | host | records (the rest)
+//	response   = 1 u8 | corr u64 | error_code i16 | base_offset i64 | log_start i64 |
+//	             msg_len u16 | msg
+//
+// v2 carries the client's principal and host, so that the leader checks the client's WRITE
+// ACL itself (forward_authz.go). A broker sends v2 while authorization is on and v1 while
+// it is off, which a broker of the previous release still reads during a rolling upgrade.
+// A v1 request has no requester: the leader treats it as User:ANONYMOUS from an unknown
+// host, so with authorization on it is denied unless ANONYMOUS may write from any host.
 
-const forwardVersion = 1
+const (
+	forwardVersionAnonymous = 1 // no requester
+	forwardVersion          = 2 // with the requester
+	forwardResponseVersion  = 1
+)
 
 // maxForwardInflight bounds the forwarded produces a leader works on at once; beyond it
 // they are answered REQUEST_TIMED_OUT (retriable) rather than queued without bound.
@@ -50,6 +63,7 @@ type forwarder struct {
 	ctx    context.Context // ends the workers and the waits
 	start  func(forwardRequest) (partition.ProduceResult, func(context.Context) partition.ProduceResult)
 	send   func(to int32, typ uint8, payload []byte) error
+	authz  produceAuthorizer // checks each forwarded produce's requester before it is appended
 }
 
 func newForwarder(b *Broker) *forwarder {
@@ -57,6 +71,7 @@ func newForwarder(b *Broker) *forwarder {
 		queues: map[int32]chan forwardRequest{}, ctx: b.ctx}
 	f.start = f.serve
 	f.send = func(to int32, typ uint8, payload []byte) error { return b.transport.Send(to, typ, payload) }
+	f.authz = b
 	return f
 }
 
@@ -68,24 +83,42 @@ type forwardRequest struct {
 	timeoutMs int32
 	partition int32
 	topic     string
+	// requester is the client that sent the produce; nil sends (and decodes from) v1.
+	requester *Requester
 	records   []byte
 }
 
-func encodeForwardRequest(r forwardRequest) []byte {
-	buf := make([]byte, 0, 1+8+2+4+4+2+len(r.topic)+len(r.records))
-	buf = append(buf, forwardVersion)
+// encodeForwardRequest fails only for a principal or host too long for its length field,
+// which no authenticated client has (a SASL user name is bounded far below it).
+func encodeForwardRequest(r forwardRequest) ([]byte, error) {
+	version := byte(forwardVersionAnonymous)
+	extra := 0
+	if r.requester != nil {
+		if len(r.requester.Principal) > 1<<16-1 || len(r.requester.Host) > 1<<8-1 {
+			return nil, errors.New("the requester's principal or host is too long to forward")
+		}
+		version, extra = forwardVersion, 2+len(r.requester.Principal)+1+len(r.requester.Host)
+	}
+	buf := make([]byte, 0, 1+8+2+4+4+2+len(r.topic)+extra+len(r.records))
+	buf = append(buf, version)
 	buf = binary.BigEndian.AppendUint64(buf, r.corr)
 	buf = binary.BigEndian.AppendUint16(buf, uint16(r.acks))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(r.timeoutMs))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(r.partition))
 	buf = binary.BigEndian.AppendUint16(buf, uint16(len(r.topic)))
 	buf = append(buf, r.topic...)
-	return append(buf, r.records...)
+	if r.requester != nil {
+		buf = binary.BigEndian.AppendUint16(buf, uint16(len(r.requester.Principal)))
+		buf = append(buf, r.requester.Principal...)
+		buf = append(buf, byte(len(r.requester.Host)))
+		buf = append(buf, r.requester.Host...)
+	}
+	return append(buf, r.records...), nil
 }
 
 func decodeForwardRequest(b []byte) (forwardRequest, error) {
 	var r forwardRequest
-	if len(b) < 21 || b[0] != forwardVersion {
+	if len(b) < 21 || (b[0] != forwardVersionAnonymous && b[0] != forwardVersion) {
 		return r, errBadForward
 	}
 	r.corr = binary.BigEndian.Uint64(b[1:])
@@ -97,7 +130,25 @@ func decodeForwardRequest(b []byte) (forwardRequest, error) {
 		return r, errBadForward
 	}
 	r.topic = string(b[21 : 21+n])
-	r.records = b[21+n:]
+	rest := b[21+n:]
+	if b[0] == forwardVersion {
+		if len(rest) < 2 {
+			return r, errBadForward
+		}
+		pn := int(binary.BigEndian.Uint16(rest))
+		if len(rest) < 2+pn+1 {
+			return r, errBadForward
+		}
+		principal := security.Principal(rest[2 : 2+pn])
+		hn := int(rest[2+pn])
+		rest = rest[2+pn+1:]
+		if len(rest) < hn {
+			return r, errBadForward
+		}
+		r.requester = &Requester{Principal: principal, Host: string(rest[:hn])}
+		rest = rest[hn:]
+	}
+	r.records = rest
 	return r, nil
 }
 
@@ -111,7 +162,7 @@ func encodeForwardResponse(corr uint64, res partition.ProduceResult) []byte {
 		code = res.Err.Code
 	}
 	buf := make([]byte, 0, 1+8+2+8+8+2+len(msg))
-	buf = append(buf, forwardVersion)
+	buf = append(buf, forwardResponseVersion)
 	buf = binary.BigEndian.AppendUint64(buf, corr)
 	buf = binary.BigEndian.AppendUint16(buf, uint16(code))
 	buf = binary.BigEndian.AppendUint64(buf, uint64(res.BaseOffset))
@@ -122,7 +173,7 @@ func encodeForwardResponse(corr uint64, res partition.ProduceResult) []byte {
 
 func decodeForwardResponse(b []byte) (uint64, partition.ProduceResult, error) {
 	var res partition.ProduceResult
-	if len(b) < 29 || b[0] != forwardVersion {
+	if len(b) < 29 || b[0] != forwardResponseVersion {
 		return 0, res, errBadForward
 	}
 	corr := binary.BigEndian.Uint64(b[1:])
@@ -150,7 +201,9 @@ func produceFailed(err *kerr.Error, msg string) partition.ProduceResult {
 // Produce routes one partition's produce: to the local replica when it leads, else to the
 // leader (forwarding). The result and wait follow partition.Partition.Produce; a forwarded
 // produce always returns a wait (for acks 0 it is never needed: the answer is not awaited).
-func (b *Broker) Produce(topic string, part int32, records []byte, acks int16, timeout time.Duration) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
+// The caller has checked the requester's WRITE on the topic; a leader checks a forwarded
+// produce's requester again, since it cannot trust that the forwarding broker did.
+func (b *Broker) Produce(requester Requester, topic string, part int32, records []byte, acks int16, timeout time.Duration) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
 	t, ok := b.topic(topic)
 	if !ok || part < 0 || part >= t.Partitions() {
 		return produceFailed(kerr.UnknownTopicOrPartition, ""), nil
@@ -168,7 +221,9 @@ func (b *Broker) Produce(topic string, part int32, records []byte, acks int16, t
 	if v.Leader < 0 || v.Leader == b.cfg.NodeID {
 		return produceFailed(kerr.NotLeaderForPartition, "the partition has no leader yet; retry"), nil
 	}
-	return b.fwd.forward(v.Leader, forwardRequest{acks: acks, timeoutMs: int32(min(timeout.Milliseconds(), 1<<31-1)), partition: part, topic: topic, records: records})
+	req := forwardRequest{acks: acks, timeoutMs: int32(min(timeout.Milliseconds(), 1<<31-1)), partition: part, topic: topic, records: records}
+	req.requester = requesterToForward(b, requester)
+	return b.fwd.forward(v.Leader, req)
 }
 
 func (f *forwarder) forward(leader int32, req forwardRequest) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
@@ -180,7 +235,11 @@ func (f *forwarder) forward(leader int32, req forwardRequest) (partition.Produce
 		f.pending[req.corr] = ch
 		f.mu.Unlock()
 	}
-	payload := encodeForwardRequest(req) // copies the records: the request buffer is reused
+	payload, err := encodeForwardRequest(req) // copies the records: the request buffer is reused
+	if err != nil {
+		f.drop(req.corr)
+		return produceFailed(kerr.TopicAuthorizationFailed, err.Error()), nil
+	}
 	if err := f.b.transport.Send(leader, msgForwardRequest, payload); err != nil {
 		f.drop(req.corr)
 		return produceFailed(kerr.NotLeaderForPartition, "the leader could not be reached: "+err.Error()+"; retry"), nil
@@ -259,8 +318,9 @@ func (f *forwarder) queue(from int32) chan forwardRequest {
 	return q
 }
 
-// work appends one broker's forwarded produces in order; each acknowledgement is awaited
-// on its own goroutine, so a slow commit does not hold up the next append.
+// work appends one broker's forwarded produces in order, each only once its requester's
+// WRITE is checked here; each acknowledgement is awaited on its own goroutine, so a slow
+// commit does not hold up the next append.
 func (f *forwarder) work(from int32, q chan forwardRequest) {
 	for {
 		var req forwardRequest
@@ -269,7 +329,11 @@ func (f *forwarder) work(from int32, q chan forwardRequest) {
 		case <-f.ctx.Done():
 			return
 		}
-		res, wait := f.start(req)
+		res, denied := authorizeForwarded(f.authz, req)
+		var wait func(context.Context) partition.ProduceResult
+		if !denied {
+			res, wait = f.start(req)
+		}
 		if wait == nil {
 			f.reply(from, req.corr, res)
 			<-f.sem

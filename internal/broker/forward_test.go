@@ -57,7 +57,7 @@ func TestForwardedProducesAppendInOrder(t *testing.T) {
 	}
 
 	for i := range n {
-		f.handle(2, msgForwardRequest, encodeForwardRequest(forwardRequest{corr: uint64(i + 1), acks: -1, timeoutMs: 10_000, partition: int32(i), topic: "t", records: []byte{1}}))
+		f.handle(2, msgForwardRequest, mustEncodeForward(t, forwardRequest{corr: uint64(i + 1), acks: -1, timeoutMs: 10_000, partition: int32(i), topic: "t", records: []byte{1}}))
 	}
 	close(releaseFirst)
 	deadline := time.After(10 * time.Second)

@@ -28,7 +28,7 @@ func TestLeadersRoundTrip(t *testing.T) {
 
 func TestForwardRoundTrip(t *testing.T) {
 	req := forwardRequest{corr: 9, acks: -1, timeoutMs: 1500, partition: 3, topic: "orders", records: []byte("batch")}
-	got, err := decodeForwardRequest(encodeForwardRequest(req))
+	got, err := decodeForwardRequest(mustEncodeForward(t, req))
 	if err != nil || !reflect.DeepEqual(got, req) {
 		t.Fatalf("request round trip: %+v %v", got, err)
 	}
@@ -51,15 +51,28 @@ func TestForwardRoundTrip(t *testing.T) {
 // input, and what decodes re-encodes to the same bytes.
 func FuzzDecodeBrokerMessages(f *testing.F) {
 	f.Add(encodeLeaders([]leaderEntry{{group: 1, term: 2, logStart: 3, isr: []int32{1}}}))
-	f.Add(encodeForwardRequest(forwardRequest{corr: 1, acks: 1, partition: 0, topic: "t", records: []byte{1, 2}}))
+	f.Add(mustEncodeForward(f, forwardRequest{corr: 1, acks: 1, partition: 0, topic: "t", records: []byte{1, 2}}))
+	f.Add(mustEncodeForward(f, forwardRequest{corr: 2, acks: -1, partition: 1, topic: "t", records: []byte{1, 2},
+		requester: &Requester{Principal: "User:alice", Host: "10.0.0.7"}}))
 	f.Add(encodeForwardResponse(1, partition.ProduceResult{BaseOffset: 5}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if list, err := decodeLeaders(b); err == nil && !bytes.Equal(encodeLeaders(list), b) {
 			t.Fatalf("leaders %x re-encode differently", b)
 		}
-		if req, err := decodeForwardRequest(b); err == nil && !bytes.Equal(encodeForwardRequest(req), b) {
-			t.Fatalf("forward request %x re-encodes differently", b)
+		if req, err := decodeForwardRequest(b); err == nil {
+			if again, err := encodeForwardRequest(req); err != nil || !bytes.Equal(again, b) {
+				t.Fatalf("forward request %x re-encodes differently (%v)", b, err)
+			}
 		}
 		_, _, _ = decodeForwardResponse(b)
 	})
+}
+
+func mustEncodeForward(t testing.TB, req forwardRequest) []byte {
+	t.Helper()
+	b, err := encodeForwardRequest(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

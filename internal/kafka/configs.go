@@ -27,6 +27,11 @@ func handleDescribeConfigs(s *Server, ctx context.Context, kreq kmsg.Request) re
 	for _, rr := range req.Resources {
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		if denied := s.configResourceDenial(ctx, kmsg.ACLOperationDescribeConfigs, rr.ResourceType, rr.ResourceName); denied != nil {
+			out.ErrorCode, out.ErrorMessage = denied.Code, strPtr(denied.Message)
+			resp.Resources = append(resp.Resources, out)
+			continue
+		}
 		var values []config.Value
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
@@ -127,6 +132,11 @@ func handleAlterConfigs(s *Server, ctx context.Context, kreq kmsg.Request) respo
 	for _, rr := range req.Resources {
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		if denied := s.configResourceDenial(ctx, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); denied != nil {
+			out.ErrorCode, out.ErrorMessage = denied.Code, strPtr(denied.Message)
+			resp.Resources = append(resp.Resources, out)
+			continue
+		}
 		err := s.alterResource(rr.ResourceType, rr.ResourceName, func(_ map[string]string, validate func(string, string) (string, error)) (map[string]string, error) {
 			next := make(map[string]string, len(rr.Configs))
 			for _, c := range rr.Configs {
@@ -155,6 +165,11 @@ func handleIncrementalAlterConfigs(s *Server, ctx context.Context, kreq kmsg.Req
 	for _, rr := range req.Resources {
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		if denied := s.configResourceDenial(ctx, kmsg.ACLOperationAlterConfigs, rr.ResourceType, rr.ResourceName); denied != nil {
+			out.ErrorCode, out.ErrorMessage = denied.Code, strPtr(denied.Message)
+			resp.Resources = append(resp.Resources, out)
+			continue
+		}
 		ops := make([]config.Op, 0, len(rr.Configs))
 		for _, c := range rr.Configs {
 			ops = append(ops, config.Op{Name: c.Name, Op: int8(c.Op), Value: c.Value})

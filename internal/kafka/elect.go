@@ -80,6 +80,19 @@ func handleElectLeaders(s *Server, ctx context.Context, kreq kmsg.Request) respo
 		rp := &resp.Topics[j.topic].Partitions[j.slot]
 		rp.ErrorCode, rp.ErrorMessage = errCode(code), errMsg(code, msg)
 	}
+	if !s.authorizedCluster(ctx, kmsg.ACLOperationAlter) {
+		// As Kafka: the named partitions each carry the error too; "every partition" is
+		// not spelled out to a principal that may not act on the cluster.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		if req.Topics == nil {
+			resp.Topics = nil
+			return respond(resp)
+		}
+		for _, j := range jobs {
+			set(j, kerr.ClusterAuthorizationFailed, "")
+		}
+		return respond(resp)
+	}
 	if req.ElectionType != electionPreferred {
 		code, msg := kerr.PolicyViolation, uncleanRefusal
 		if req.ElectionType != electionUnclean {

@@ -49,6 +49,18 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return respond(resp)
 	}
+	// READ on each topic, internal ones included, asked once per request rather than on
+	// every wake of the long poll.
+	readable := s.topicChecks(ctx, kmsg.ACLOperationRead)
+	denied := map[string]bool{}
+	anyAllowed := false
+	for _, rt := range req.Topics {
+		if readable.allowed(rt.Topic) {
+			anyAllowed = anyAllowed || len(rt.Partitions) > 0
+		} else {
+			denied[rt.Topic] = true
+		}
+	}
 	return func(ctx context.Context) kmsg.Response {
 		maxBytes := req.MaxBytes
 		if maxBytes <= 0 || maxBytes > fetchMaxBytesCap {
@@ -70,14 +82,17 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 			}
 			var total int
 			var stop bool
-			resp, total, stop = s.fetchOnce(req, maxBytes)
-			if stop || total >= int(req.MinBytes) || !time.Now().Before(deadline) {
+			resp, total, stop = s.fetchOnce(req, maxBytes, denied)
+			// A fetch of nothing but denied partitions is answered at once, as Kafka does;
+			// denied partitions next to readable ones do not cut the long poll short, or a
+			// consumer of both would spin.
+			if stop || !anyAllowed || total >= int(req.MinBytes) || !time.Now().Before(deadline) {
 				return resp
 			}
 			if first {
 				// Register after the first read and then read again, so that data arriving
 				// between the read and the registration is not missed.
-				unwatch = s.watchFetched(req, wake)
+				unwatch = s.watchFetched(req, denied, wake)
 				continue
 			}
 			t := time.NewTimer(time.Until(deadline))
@@ -95,9 +110,12 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 
 // watchFetched has wake signalled whenever a partition the request reads moves, and
 // returns the functions that stop it.
-func (s *Server) watchFetched(req *kmsg.FetchRequest, wake chan struct{}) []func() {
+func (s *Server) watchFetched(req *kmsg.FetchRequest, denied map[string]bool, wake chan struct{}) []func() {
 	var out []func()
 	for _, rt := range req.Topics {
+		if denied[rt.Topic] {
+			continue
+		}
 		for _, rp := range rt.Partitions {
 			if unwatch := s.b.WatchPartition(rt.Topic, rp.Partition, wake); unwatch != nil {
 				out = append(out, unwatch)
@@ -109,8 +127,9 @@ func (s *Server) watchFetched(req *kmsg.FetchRequest, wake chan struct{}) []func
 
 // fetchOnce reads every requested partition once, through Broker.Fetch. The records stay
 // in their segment files where the log allows it (see partition.Partition.FetchFiles).
-// stop reports an error that should be answered at once rather than waited out.
-func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*fetchResponse, int, bool) {
+// stop reports an error that should be answered at once rather than waited out. The
+// partitions of denied topics are answered TOPIC_AUTHORIZATION_FAILED without being read.
+func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32, denied map[string]bool) (*fetchResponse, int, bool) {
 	resp := &fetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	total := 0
 	stop := false
@@ -126,6 +145,12 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32) (*fetchRespon
 			// librdkafka rejects a null record set, so an empty answer is zero bytes.
 			out.RecordBatches = []byte{}
 			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
+			if denied[rt.Topic] {
+				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				t.Partitions = append(t.Partitions, out)
+				files = append(files, partition.FileRecords{})
+				continue
+			}
 			freq := partition.FetchRequest{Offset: rp.FetchOffset, CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: -1}
 			if req.Version >= 12 {
 				freq.LastFetchedEpoch = rp.LastFetchedEpoch

@@ -29,12 +29,18 @@ func handleFindCoordinator(s *Server, ctx context.Context, kreq kmsg.Request) re
 	find := func(key string) (nodeID int32, host string, port int32, err *kerr.Error, msg string) {
 		switch req.CoordinatorType {
 		case coordinatorKeyGroup:
+			if !s.authorizedGroup(ctx, kmsg.ACLOperationDescribe, key) {
+				return -1, "", -1, kerr.GroupAuthorizationFailed, ""
+			}
 			bi, kerrv := s.b.GroupCoordinator(key)
 			if kerrv != nil {
 				return -1, "", -1, kerrv, "the consumer offsets topic is not available yet"
 			}
 			return bi.NodeID, bi.Host, bi.Port, nil, ""
 		case coordinatorKeyTransaction:
+			if !s.authorized(ctx, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key) {
+				return -1, "", -1, kerr.TransactionalIDAuthorizationFailed, ""
+			}
 			return -1, "", -1, kerr.InvalidRequest, "transactions are not supported yet: there is no transaction coordinator"
 		default:
 			return -1, "", -1, kerr.InvalidRequest, "unknown coordinator key type"
@@ -61,6 +67,14 @@ func handleFindCoordinator(s *Server, ctx context.Context, kreq kmsg.Request) re
 
 func handleJoinGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.JoinGroupRequest)
+	if !s.authorizedGroup(ctx, kmsg.ACLOperationRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.MemberID, resp.Generation = kerr.GroupAuthorizationFailed.Code, req.MemberID, -1
+		if req.Version < 7 {
+			resp.Protocol = strPtr("") // not nullable before v7
+		}
+		return respond(resp)
+	}
 	jr := group.JoinRequest{
 		Group:                  req.Group,
 		MemberID:               req.MemberID,
@@ -116,6 +130,11 @@ func handleJoinGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondF
 
 func handleSyncGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.SyncGroupRequest)
+	if !s.authorizedGroup(ctx, kmsg.ACLOperationRead, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode, resp.MemberAssignment = kerr.GroupAuthorizationFailed.Code, []byte{}
+		return respond(resp)
+	}
 	sr := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
 	if req.Version >= 3 {
 		sr.InstanceID = req.InstanceID
@@ -148,6 +167,10 @@ func handleSyncGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondF
 func handleHeartbeat(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !s.authorizedGroup(ctx, kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	var instance *string
 	if req.Version >= 3 {
 		instance = req.InstanceID
@@ -159,6 +182,10 @@ func handleHeartbeat(s *Server, ctx context.Context, kreq kmsg.Request) respondF
 func handleLeaveGroup(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !s.authorizedGroup(ctx, kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	var members []group.LeaveMember
 	if req.Version < 3 {
 		members = []group.LeaveMember{{MemberID: req.MemberID}}
@@ -193,6 +220,10 @@ func handleLeaveGroup(s *Server, ctx context.Context, kreq kmsg.Request) respond
 
 func handleOffsetCommit(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.OffsetCommitRequest)
+	if !s.authorizedGroup(ctx, kmsg.ACLOperationRead, req.Group) {
+		return respond(offsetCommitRefused(req, kerr.GroupAuthorizationFailed, nil))
+	}
+	readable := s.authorizedTopics(ctx, kmsg.ACLOperationRead, commitTopicNames(req))
 	cr := group.CommitRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation, RetentionMs: -1}
 	if req.Version == 0 {
 		cr.Generation, cr.MemberID = -1, ""
@@ -203,7 +234,13 @@ func handleOffsetCommit(s *Server, ctx context.Context, kreq kmsg.Request) respo
 	if req.Version >= 7 {
 		cr.InstanceID = req.InstanceID
 	}
-	for _, t := range req.Topics {
+	slot := make([]int, len(req.Topics)) // each request topic's index in cr.Topics, -1 if refused
+	for i, t := range req.Topics {
+		if !readable[t.Topic] {
+			slot[i] = -1
+			continue
+		}
+		slot[i] = len(cr.Topics)
 		ct := group.CommitTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			cp := group.CommitPartition{Partition: p.Partition, Offset: p.Offset, LeaderEpoch: -1, Metadata: p.Metadata, TimestampMs: -1}
@@ -217,6 +254,10 @@ func handleOffsetCommit(s *Server, ctx context.Context, kreq kmsg.Request) respo
 		}
 		cr.Topics = append(cr.Topics, ct)
 	}
+	if len(cr.Topics) == 0 && len(req.Topics) > 0 {
+		// Every topic was refused: there is nothing to hand the coordinator.
+		return respond(offsetCommitRefused(req, nil, slot))
+	}
 	wait := s.b.Groups().Commit(cr)
 	return func(context.Context) kmsg.Response {
 		errs := wait()
@@ -227,7 +268,11 @@ func handleOffsetCommit(s *Server, ctx context.Context, kreq kmsg.Request) respo
 			for j, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition = p.Partition
-				rp.ErrorCode = errCode(errs[i][j])
+				if slot[i] < 0 {
+					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				} else {
+					rp.ErrorCode = errCode(errs[slot[i]][j])
+				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -251,8 +296,29 @@ func handleOffsetFetch(s *Server, ctx context.Context, kreq kmsg.Request) respon
 					topics = append(topics, group.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			fetched, err := co.FetchOffsets(rg.Group, topics)
+			if !s.authorizedGroup(ctx, kmsg.ACLOperationDescribe, rg.Group) {
+				out.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				resp.Groups = append(resp.Groups, out)
+				continue
+			}
+			allowed, denied := s.splitFetchTopics(ctx, topics)
+			fetched, err := co.FetchOffsets(rg.Group, allowed)
+			if topics == nil {
+				fetched = s.describableOffsets(ctx, fetched)
+			}
 			out.ErrorCode = errCode(err)
+			if err == nil {
+				for _, ft := range denied {
+					t := kmsg.NewOffsetFetchResponseGroupTopic()
+					t.Topic = ft.Topic
+					for _, p := range ft.Partitions {
+						rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+						rp.Partition, rp.Offset, rp.ErrorCode = p, -1, kerr.TopicAuthorizationFailed.Code
+						t.Partitions = append(t.Partitions, rp)
+					}
+					out.Topics = append(out.Topics, t)
+				}
+			}
 			for _, ft := range groupFetched(fetched) {
 				t := kmsg.NewOffsetFetchResponseGroupTopic()
 				t.Topic = ft[0].Topic
@@ -275,7 +341,19 @@ func handleOffsetFetch(s *Server, ctx context.Context, kreq kmsg.Request) respon
 			topics = append(topics, group.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	fetched, err := co.FetchOffsets(req.Group, topics)
+	var fetched []group.FetchedOffset
+	var denied []group.FetchTopic
+	var err *kerr.Error
+	if !s.authorizedGroup(ctx, kmsg.ACLOperationDescribe, req.Group) {
+		err = kerr.GroupAuthorizationFailed
+	} else {
+		var allowed []group.FetchTopic
+		allowed, denied = s.splitFetchTopics(ctx, topics)
+		fetched, err = co.FetchOffsets(req.Group, allowed)
+		if topics == nil {
+			fetched = s.describableOffsets(ctx, fetched)
+		}
+	}
 	if err != nil {
 		if req.Version >= 2 {
 			resp.ErrorCode = err.Code
@@ -304,6 +382,16 @@ func handleOffsetFetch(s *Server, ctx context.Context, kreq kmsg.Request) respon
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	for _, ft := range denied {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = ft.Topic
+		for _, p := range ft.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.ErrorCode = p, -1, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
 	return respond(resp)
 }
 
@@ -328,7 +416,13 @@ func handleListGroups(s *Server, ctx context.Context, kreq kmsg.Request) respond
 	}
 	list, err := s.b.Groups().ListGroups(states)
 	resp.ErrorCode = errCode(err)
+	// DESCRIBE on the cluster lists every group; without it, those the principal may
+	// describe, as Kafka does (the cluster check is quiet: most principals lack it).
+	all := s.authorizedQuietly(ctx, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeCluster, ClusterResourceName)
 	for _, l := range list {
+		if !all && !s.authorizedQuietly(ctx, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, l.Group) {
+			continue
+		}
 		g := kmsg.NewListGroupsResponseGroup()
 		g.Group, g.ProtocolType, g.GroupState = l.Group, l.ProtocolType, l.State.String()
 		resp.Groups = append(resp.Groups, g)
@@ -336,21 +430,22 @@ func handleListGroups(s *Server, ctx context.Context, kreq kmsg.Request) respond
 	return respond(resp)
 }
 
-// groupAuthorizedOperations is what DescribeGroups reports when asked: with no
-// authorizer, every group operation (READ 3, DESCRIBE 8, DELETE 6).
-const groupAuthorizedOperations = 1<<3 | 1<<6 | 1<<8
-
 func handleDescribeGroups(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
-		d := s.b.Groups().DescribeGroup(id)
 		g := kmsg.NewDescribeGroupsResponseGroup()
-		g.Group, g.ErrorCode = id, errCode(d.Err)
+		g.Group, g.AuthorizedOperations = id, unrequestedAuthorizedOperations
+		if !s.authorizedGroup(ctx, kmsg.ACLOperationDescribe, id) {
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		d := s.b.Groups().DescribeGroup(id)
+		g.ErrorCode = errCode(d.Err)
 		g.State, g.ProtocolType, g.Protocol = d.State.String(), d.ProtocolType, d.Protocol
-		g.AuthorizedOperations = unrequestedAuthorizedOperations
 		if req.IncludeAuthorizedOperations {
-			g.AuthorizedOperations = groupAuthorizedOperations
+			g.AuthorizedOperations = s.authorizedOperations(ctx, kmsg.ACLResourceTypeGroup, id, groupOperations)
 		}
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()
@@ -365,13 +460,25 @@ func handleDescribeGroups(s *Server, ctx context.Context, kreq kmsg.Request) res
 
 func handleDeleteGroups(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
-	wait := s.b.Groups().DeleteGroups(req.Groups)
+	var deletable []string
+	slot := make([]int, len(req.Groups)) // each group's index in deletable, -1 if refused
+	for i, id := range req.Groups {
+		slot[i] = -1
+		if s.authorizedGroup(ctx, kmsg.ACLOperationDelete, id) {
+			slot[i] = len(deletable)
+			deletable = append(deletable, id)
+		}
+	}
+	wait := s.b.Groups().DeleteGroups(deletable)
 	return func(context.Context) kmsg.Response {
 		errs := wait()
 		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 		for i, id := range req.Groups {
 			g := kmsg.NewDeleteGroupsResponseGroup()
-			g.Group, g.ErrorCode = id, errCode(errs[i])
+			g.Group, g.ErrorCode = id, kerr.GroupAuthorizationFailed.Code
+			if slot[i] >= 0 {
+				g.ErrorCode = errCode(errs[slot[i]])
+			}
 			resp.Groups = append(resp.Groups, g)
 		}
 		return resp
@@ -380,8 +487,19 @@ func handleDeleteGroups(s *Server, ctx context.Context, kreq kmsg.Request) respo
 
 func handleOffsetDelete(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
+	if !s.authorizedGroup(ctx, kmsg.ACLOperationDelete, req.Group) {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return respond(resp)
+	}
 	var topics []group.FetchTopic
-	for _, t := range req.Topics {
+	slot := make([]int, len(req.Topics)) // each request topic's index in topics, -1 if refused
+	for i, t := range req.Topics {
+		slot[i] = -1
+		if !s.authorizedTopic(ctx, kmsg.ACLOperationRead, t.Topic) {
+			continue
+		}
+		slot[i] = len(topics)
 		ft := group.FetchTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
 			ft.Partitions = append(ft.Partitions, p.Partition)
@@ -401,7 +519,10 @@ func handleOffsetDelete(s *Server, ctx context.Context, kreq kmsg.Request) respo
 			rt.Topic = t.Topic
 			for j, p := range t.Partitions {
 				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, errCode(errs[i][j])
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				if slot[i] >= 0 {
+					rp.ErrorCode = errCode(errs[slot[i]][j])
+				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -26,12 +26,21 @@ func handleMetadata(s *Server, ctx context.Context, kreq kmsg.Request) respondFu
 	resp.ClusterID = strPtr(s.b.ClusterID())
 	resp.ControllerID = s.b.ControllerID()
 	resp.AuthorizedOperations = unrequestedAuthorizedOperations
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = s.clusterAuthorizedOperations(ctx)
+	}
+	topicOps := req.Version >= 8 && req.IncludeTopicAuthorizedOperations
+	describable := s.topicChecks(ctx, kmsg.ACLOperationDescribe)
 
 	// v0 asks for every topic with an empty list; v1+ with a null one.
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
+		// Only the topics the principal may describe, internal ones included: the others
+		// are left out rather than answered with an error, as Kafka does.
 		for _, info := range s.b.Topics() {
-			resp.Topics = append(resp.Topics, s.metadataTopic(info))
+			if describable.allowed(info.Name) {
+				resp.Topics = append(resp.Topics, s.metadataTopic(ctx, info, topicOps))
+			}
 		}
 		return respond(resp)
 	}
@@ -45,8 +54,17 @@ func handleMetadata(s *Server, ctx context.Context, kreq kmsg.Request) respondFu
 			continue
 		}
 		name := *rt.Topic
+		if !describable.allowed(name) {
+			// Whether or not it exists: a denied client learns nothing of which topics do.
+			resp.Topics = append(resp.Topics, topicAuthorizationFailed(name))
+			continue
+		}
 		info, ok := s.b.Topic(name)
 		if !ok && autoCreate {
+			if !s.mayCreateTopic(ctx, name) {
+				resp.Topics = append(resp.Topics, topicAuthorizationFailed(name))
+				continue
+			}
 			if verr := broker.ValidateTopicName(name); verr != nil {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.Topic, mt.ErrorCode = strPtr(name), verr.Code.Code
@@ -63,17 +81,28 @@ func handleMetadata(s *Server, ctx context.Context, kreq kmsg.Request) respondFu
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, s.metadataTopic(info))
+		resp.Topics = append(resp.Topics, s.metadataTopic(ctx, info, topicOps))
 	}
 	return respond(resp)
 }
 
-func (s *Server) metadataTopic(info broker.TopicInfo) kmsg.MetadataResponseTopic {
+func topicAuthorizationFailed(name string) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.ErrorCode = strPtr(name), kerr.TopicAuthorizationFailed.Code
+	mt.AuthorizedOperations = unrequestedAuthorizedOperations
+	return mt
+}
+
+// metadataTopic describes one topic; with ops, it fills in what the principal may do on it.
+func (s *Server) metadataTopic(ctx context.Context, info broker.TopicInfo, ops bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = strPtr(info.Name)
 	mt.TopicID = info.ID
 	mt.IsInternal = info.Internal
 	mt.AuthorizedOperations = unrequestedAuthorizedOperations
+	if ops {
+		mt.AuthorizedOperations = s.authorizedOperations(ctx, kmsg.ACLResourceTypeTopic, info.Name, topicOperations)
+	}
 	live := map[int32]bool{}
 	for _, bi := range s.b.Brokers() {
 		live[bi.NodeID] = true
@@ -111,6 +140,9 @@ func handleDescribeCluster(s *Server, ctx context.Context, kreq kmsg.Request) re
 	resp.ClusterID = s.b.ClusterID()
 	resp.ControllerID = s.b.ControllerID()
 	resp.ClusterAuthorizedOperations = unrequestedAuthorizedOperations
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = s.clusterAuthorizedOperations(ctx)
+	}
 	for _, bi := range s.b.Brokers() {
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = bi.NodeID, bi.Host, bi.Port

@@ -15,6 +15,7 @@ func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respon
 	// With follower fetching on, a follower answers consumers against the bound its Fetch
 	// serves up to (see fetch.go); otherwise only the leader answers.
 	followerRead := req.ReplicaID < 0 && s.b.FollowerFetching()
+	describable := s.topicChecks(ctx, kmsg.ACLOperationDescribe)
 	for _, rt := range req.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
@@ -22,6 +23,11 @@ func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respon
 			out := kmsg.NewListOffsetsResponseTopicPartition()
 			out.Partition = rp.Partition
 			out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, -1
+			if !describable.allowed(rt.Topic) {
+				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				t.Partitions = append(t.Partitions, out)
+				continue
+			}
 			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
 			if kerrv == nil && !followerRead {
 				kerrv = p.CheckEpoch(rp.CurrentLeaderEpoch)
@@ -49,6 +55,7 @@ func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respon
 func handleOffsetForLeaderEpoch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	describable := s.topicChecks(ctx, kmsg.ACLOperationDescribe)
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic
@@ -56,6 +63,11 @@ func handleOffsetForLeaderEpoch(s *Server, ctx context.Context, kreq kmsg.Reques
 			out := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			out.Partition = rp.Partition
 			out.LeaderEpoch, out.EndOffset = -1, -1
+			if !describable.allowed(rt.Topic) {
+				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				t.Partitions = append(t.Partitions, out)
+				continue
+			}
 			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
 			if kerrv == nil && req.Version >= 2 {
 				kerrv = p.CheckEpoch(rp.CurrentLeaderEpoch)
@@ -74,6 +86,7 @@ func handleOffsetForLeaderEpoch(s *Server, ctx context.Context, kreq kmsg.Reques
 func handleDeleteRecords(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	deletable := s.topicChecks(ctx, kmsg.ACLOperationDelete)
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteRecordsResponseTopic()
 		t.Topic = rt.Topic
@@ -81,6 +94,11 @@ func handleDeleteRecords(s *Server, ctx context.Context, kreq kmsg.Request) resp
 			out := kmsg.NewDeleteRecordsResponseTopicPartition()
 			out.Partition = rp.Partition
 			out.LowWatermark = -1
+			if !deletable.allowed(rt.Topic) {
+				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				t.Partitions = append(t.Partitions, out)
+				continue
+			}
 			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
 			if kerrv == nil && rt.Topic == group.OffsetsTopic {
 				// Cutting the internal topic would silently drop committed offsets.
@@ -102,7 +120,17 @@ func handleInitProducerID(s *Server, ctx context.Context, kreq kmsg.Request) res
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
+		if !s.authorized(ctx, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionalID) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return respond(resp)
+		}
+		// Transactions are not served yet. Kafka has no better code for "not supported"
+		// that clients take as final here.
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return respond(resp)
+	}
+	if !s.mayWriteIdempotently(ctx) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return respond(resp)
 	}
 	// Without transactions every InitProducerId gets a fresh id, whatever id and epoch the

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cairn-io/cairn/internal/broker"
 	"github.com/cairn-io/cairn/internal/group"
 	"github.com/cairn-io/cairn/internal/partition"
 )
@@ -51,14 +52,22 @@ func handleProduce(s *Server, ctx context.Context, kreq kmsg.Request) respondFun
 		return respond(resp)
 	}
 
+	writable := s.topicChecks(ctx, kmsg.ACLOperationWrite)
+	requester := broker.Requester{Principal: principalOf(ctx), Host: hostOf(ctx)}
 	for i, rt := range req.Topics {
 		for j, rpart := range rt.Partitions {
 			out := &resp.Topics[i].Partitions[j]
+			if !writable.allowed(rt.Topic) {
+				// Before the topic is looked up, so that a denied client learns nothing of
+				// which topics exist (as Kafka).
+				out.ErrorCode, out.ErrorMessage = kerr.TopicAuthorizationFailed.Code, strPtr("not authorized to write to topic "+rt.Topic)
+				continue
+			}
 			if rt.Topic == group.OffsetsTopic {
 				out.ErrorCode, out.ErrorMessage = kerr.InvalidTopicException.Code, strPtr(rt.Topic+" is internal: only the group coordinator writes it")
 				continue
 			}
-			res, wait := s.b.Produce(rt.Topic, rpart.Partition, rpart.Records, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond)
+			res, wait := s.b.Produce(requester, rt.Topic, rpart.Partition, rpart.Records, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond)
 			fillProduce(out, res)
 			if wait != nil {
 				slots = append(slots, slot{out, wait})

@@ -49,6 +49,9 @@ func handleAlterPartitionAssignments(s *Server, ctx context.Context, kreq kmsg.R
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
+	if !s.authorizedCluster(ctx, kmsg.ACLOperationAlter) {
+		return respond(alterAssignmentsRefused(req, resp))
+	}
 	seen := map[reassignKey]int{}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
@@ -143,6 +146,10 @@ func checkAlterPartition(s *Server, req *kmsg.AlterPartitionAssignmentsRequest, 
 func handleListPartitionReassignments(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !s.authorizedCluster(ctx, kmsg.ACLOperationDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, strPtr(kerr.ClusterAuthorizationFailed.Message)
+		return respond(resp)
+	}
 	var filter map[string][]int32 // nil: every move
 	if req.Topics != nil {
 		filter = map[string][]int32{}

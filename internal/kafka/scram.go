@@ -42,6 +42,9 @@ func scramMechanismType(name string) int8 {
 func handleDescribeUserSCRAMCredentials(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !s.authorizedCluster(ctx, kmsg.ACLOperationDescribe) {
+		return respond(describeScramRefused(req, resp))
+	}
 	users := s.b.ScramUsers()
 	result := func(name string) kmsg.DescribeUserSCRAMCredentialsResponseResult {
 		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
@@ -103,6 +106,9 @@ type scramChange struct {
 func handleAlterUserSCRAMCredentials(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if !s.authorizedCluster(ctx, kmsg.ACLOperationAlter) {
+		return respond(alterScramRefused(req, resp))
+	}
 	count := map[string]int{}
 	for _, d := range req.Deletions {
 		count[d.Name]++

@@ -29,6 +29,10 @@ func handleCreateTopics(s *Server, ctx context.Context, kreq kmsg.Request) respo
 			fail(kerr.InvalidRequest, "topic appears more than once in the request")
 			continue
 		}
+		if !s.authorizedTopicOrCluster(ctx, kmsg.ACLOperationCreate, rt.Topic) {
+			fail(kerr.TopicAuthorizationFailed, "Authorization failed.")
+			continue
+		}
 		partitions, rf := rt.NumPartitions, rt.ReplicationFactor
 		var assignment [][]int32
 		if len(rt.ReplicaAssignment) > 0 {
@@ -66,7 +70,10 @@ func handleCreateTopics(s *Server, ctx context.Context, kreq kmsg.Request) respo
 		}
 		out.TopicID = info.ID
 		out.NumPartitions, out.ReplicationFactor = info.Partitions, info.ReplicationFactor
-		if req.Version >= 5 {
+		if req.Version >= 5 && !s.authorizedQuietly(ctx, kmsg.ACLOperationDescribeConfigs, kmsg.ACLResourceTypeTopic, rt.Topic) {
+			// Created, but its configs are not the principal's to read.
+			out.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+		} else if req.Version >= 5 {
 			cluster := s.b.ClusterConfigOverrides()
 			for _, v := range config.DescribeTopic(configs, cluster) {
 				c := kmsg.NewCreateTopicsResponseTopicConfig()
@@ -122,6 +129,19 @@ func handleDeleteTopics(s *Server, ctx context.Context, kreq kmsg.Request) respo
 			}
 		}
 	}
+	// DELETE on the cluster covers every topic. Otherwise a topic the principal may not
+	// describe is refused before its existence is looked at, and one named by id is not
+	// even named back, so that the answers reveal nothing about topics it cannot see.
+	clusterDelete := s.authorizedQuietly(ctx, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeCluster, ClusterResourceName)
+	mayDelete := func(name string) (describe, del bool) {
+		if clusterDelete {
+			return true, true
+		}
+		if !s.authorizedTopic(ctx, kmsg.ACLOperationDescribe, name) {
+			return false, false
+		}
+		return true, s.authorizedTopic(ctx, kmsg.ACLOperationDelete, name)
+	}
 	for _, id := range ids {
 		out := kmsg.NewDeleteTopicsResponseTopic()
 		out.TopicID = id
@@ -136,7 +156,15 @@ func handleDeleteTopics(s *Server, ctx context.Context, kreq kmsg.Request) respo
 			resp.Topics = append(resp.Topics, out)
 			continue
 		}
-		out.Topic = strPtr(name)
+		describe, del := mayDelete(name)
+		if describe {
+			out.Topic = strPtr(name)
+		}
+		if !del {
+			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
 		if err := s.b.DeleteTopic(name); err != nil {
 			out.ErrorCode, out.ErrorMessage = err.Code.Code, strPtr(err.Msg)
 		}
@@ -145,6 +173,17 @@ func handleDeleteTopics(s *Server, ctx context.Context, kreq kmsg.Request) respo
 	for _, name := range names {
 		out := kmsg.NewDeleteTopicsResponseTopic()
 		out.Topic = strPtr(name)
+		describe, del := mayDelete(name)
+		if !describe {
+			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		if _, exists := s.b.Topic(name); exists && !del {
+			out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
 		if info, ok := s.b.Topic(name); ok {
 			out.TopicID = info.ID
 		}
@@ -163,7 +202,9 @@ func handleCreatePartitions(s *Server, ctx context.Context, kreq kmsg.Request) r
 		out := kmsg.NewCreatePartitionsResponseTopic()
 		out.Topic = rt.Topic
 		var err *broker.Error
-		if rt.Assignment != nil && int32(len(rt.Assignment)) != rt.Count-currentPartitions(s, rt.Topic) {
+		if !s.authorizedTopic(ctx, kmsg.ACLOperationAlter, rt.Topic) {
+			err = &broker.Error{Code: kerr.TopicAuthorizationFailed, Msg: "Authorization failed."}
+		} else if rt.Assignment != nil && int32(len(rt.Assignment)) != rt.Count-currentPartitions(s, rt.Topic) {
 			err = &broker.Error{Code: kerr.InvalidReplicaAssignment, Msg: "the assignment must list exactly the new partitions"}
 		} else {
 			err = s.b.CreatePartitions(rt.Topic, rt.Count, req.ValidateOnly)
