@@ -537,3 +537,34 @@ func expectClosed(t *testing.T, c net.Conn) {
 		t.Fatal("connection still open after 20s")
 	}
 }
+
+// principalTable allows everything to its one principal and nothing to anyone else.
+type principalTable struct{ allowed security.Principal }
+
+func (p principalTable) AuthorizationEnabled() bool { return true }
+
+func (p principalTable) Authorize(who security.Principal, _ string, _ kmsg.ACLOperation, _ kmsg.ACLResourceType, _ string) bool {
+	return who == p.allowed
+}
+
+// The principal a connection authenticated as is the one its requests are authorized as.
+func TestSASLPrincipalIsAuthorized(t *testing.T) {
+	sb := startSASLBroker(t, nil)
+	sb.addUser(t, "alice", "alice-secret")
+	sb.addUser(t, "bob", "bob-secret")
+	if _, err := sb.b.CreateTopic("owned", 1, 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	sb.s.SetAuthorizer(principalTable{allowed: security.UserPrincipal("alice")})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	alice := sb.client(t, scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
+	produce(t, alice, "owned", 0, 1)
+
+	bob := sb.client(t, scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha512Mechanism(), kgo.RequestRetries(0))
+	err := bob.ProduceSync(ctx, &kgo.Record{Topic: "owned", Value: []byte("x")}).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob's produce: %v", err)
+	}
+}
