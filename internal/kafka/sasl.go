@@ -226,7 +226,9 @@ func (s *Server) handleRawSASLToken(ctx context.Context, sess *session, frame []
 		slot.close = true
 		return slot
 	}
-	slot.respond = func(context.Context) kmsg.Response { return rawSASLToken{token: reply} }
+	slot.respond = func(context.Context) kmsg.Response {
+		return rawSASLToken{SASLAuthenticateResponse: kmsg.NewPtrSASLAuthenticateResponse(), token: reply}
+	}
 	return slot
 }
 
@@ -278,10 +280,12 @@ func (s *Server) saslStep(ctx context.Context, sess *session, msg []byte) ([]byt
 	return reply, nil
 }
 
-// rawSASLToken is a bare SASL message as the v0 flow sends it: writeLoop writes no
-// response header for a raw slot, and only AppendTo of a response is ever called there.
+// rawSASLToken is a bare SASL message as the v0 flow sends it (writeLoop writes no
+// response header for a raw slot). It passes for a SaslAuthenticate response, so that
+// whatever asks a response its key or version gets a true answer; only its encoding
+// differs.
 type rawSASLToken struct {
-	kmsg.Response
+	*kmsg.SASLAuthenticateResponse
 	token []byte
 }
 
