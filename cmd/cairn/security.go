@@ -26,14 +26,14 @@ type securityFlags struct {
 
 func newSecurityCmd() *cobra.Command {
 	sf := &securityFlags{}
-	cmd := &cobra.Command{Use: "security", Short: "Manage SCRAM users", Args: cobra.NoArgs,
+	cmd := &cobra.Command{Use: "security", Short: "Manage SCRAM users and ACLs", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
 	sf.register(cmd, true)
 	cmd.PersistentFlags().DurationVar(&sf.timeout, "timeout", defaultAdminTimeout, "time limit for the command's requests to the cluster")
 	user := &cobra.Command{Use: "user", Short: "Create, delete and list SCRAM users", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
 	user.AddCommand(newUserCreateCmd(sf), newUserDeleteCmd(sf), newUserListCmd(sf))
-	cmd.AddCommand(user)
+	cmd.AddCommand(user, newACLCmd(sf))
 	return cmd
 }
 

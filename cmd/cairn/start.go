@@ -193,6 +193,7 @@ func runBroker(node config.NodeConfig, logLevel string, simulatePowerLoss bool, 
 		return err
 	}
 	metrics.WatchAuthentication(ks)
+	ks.SetAuthorizer(b) // off until the cluster property authorizer.class.name is set
 	httpSrv := &http.Server{Handler: adminSrv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- ks.Serve(kafkaLn) }()

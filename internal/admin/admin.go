@@ -1,7 +1,7 @@
 // Package admin owns the node's HTTP admin surface: readiness, the per-partition boundary
 // view, the cluster health overview (health.go), the broker list, maintenance mode,
 // leadership transfer and the leader balancer's status (brokers.go), decommission
-// (decommission.go), partition moves (moves.go), SCRAM users (users.go), Prometheus metrics and pprof profiles. Requests that change the cluster it
+// (decommission.go), partition moves (moves.go), SCRAM users (users.go), ACLs (acls.go), Prometheus metrics and pprof profiles. Requests that change the cluster it
 // hands to the broker's operations, which propose them to the controller or ask the
 // partition's leader; it reads partitions but must never change partition state itself,
 // decide or validate metadata, or speak the Kafka protocol.
@@ -256,6 +256,9 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s.mux.HandleFunc("GET /v1/security/users", s.handleListUsers)
 	s.mux.HandleFunc("POST /v1/security/users", s.handleCreateUser)
 	s.mux.HandleFunc("DELETE /v1/security/users/{name}", s.handleDeleteUser)
+	s.mux.HandleFunc("GET /v1/security/acls", s.handleListACLs)
+	s.mux.HandleFunc("POST /v1/security/acls", s.handleCreateACLs)
+	s.mux.HandleFunc("DELETE /v1/security/acls", s.handleDeleteACLs)
 	s.mux.HandleFunc("GET /v1/brokers", s.handleBrokers)
 	s.mux.HandleFunc("GET /v1/brokers/{id}/maintenance", s.handleMaintenanceStatus)
 	s.mux.HandleFunc("PUT /v1/brokers/{id}/maintenance", s.handleMaintenance(true))

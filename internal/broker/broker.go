@@ -124,6 +124,8 @@ type Broker struct {
 	// stateQueries are this broker's questions to others about their replicas (recover.go).
 	stateQueries stateQueries
 	moves        *mover
+	// authz is the authorizer built from the applied ACLs and cluster config (authorize.go).
+	authz atomic.Pointer[authzCache]
 
 	// topics is the controller state's topics as of the last reconcile, by name: the
 	// request paths read it instead of copying topics out of the state on every request.

@@ -331,3 +331,36 @@ func saslMechanismsSpec() spec {
 		return strings.Join(out, ","), nil
 	}}
 }
+
+// authorizerSpec accepts "" (authorization off) or one of Kafka's authorizer class names.
+func authorizerSpec() spec {
+	valid := `"" (off), ` + AclAuthorizer + ", " + StandardAuthorizer
+	return spec{typ: TypeString, valid: valid, check: func(name, v string) (string, error) {
+		switch t := strings.TrimSpace(v); t {
+		case "", AclAuthorizer, StandardAuthorizer:
+			return t, nil
+		}
+		return "", invalid(name, v, valid, "Cairn has one built-in ACL authorizer, turned on by either of Kafka's class names; it cannot load other classes")
+	}}
+}
+
+// superUsersSpec accepts Kafka's super.users: principals "Type:name" separated by ";".
+// It returns them trimmed, empty items dropped.
+func superUsersSpec() spec {
+	const valid = `principals separated by ";", each Type:name (User:alice;User:admin)`
+	return spec{typ: TypeString, valid: valid, check: func(name, v string) (string, error) {
+		var out []string
+		for _, p := range strings.Split(v, ";") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			typ, user, ok := strings.Cut(p, ":")
+			if !ok || typ == "" || user == "" {
+				return "", invalid(name, v, valid, fmt.Sprintf("%q is not of the form Type:name", p))
+			}
+			out = append(out, p)
+		}
+		return strings.Join(out, ";"), nil
+	}}
+}

@@ -66,6 +66,23 @@ const (
 	ClusterOffsetsTopicSegmentBytes      = "offsets.topic.segment.bytes"
 )
 
+// Cluster property names of authorization (Kafka's names; see AuthorizerClassNames).
+// They are cluster properties, not Kafka's per-broker ones, so that every broker decides a
+// request the same way and a change needs no restart.
+const (
+	ClusterAllowEveryoneIfNoACLFound = "allow.everyone.if.no.acl.found"
+	ClusterAuthorizerClassName       = "authorizer.class.name"
+	ClusterSuperUsers                = "super.users"
+)
+
+// Kafka's authorizer class names, accepted by authorizer.class.name to turn on Cairn's
+// ACL authorizer (which follows both: they agree on every rule), so that Kafka runbooks
+// work unchanged.
+const (
+	AclAuthorizer      = "kafka.security.authorizer.AclAuthorizer"
+	StandardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+)
+
 // Node property names.
 const (
 	NodeAdminAddr           = "admin.addr"

@@ -175,6 +175,18 @@ func build() *registry {
 		"Bytes per second each broker sends to the learners it is catching up (the replicas a partition move adds), over all its partitions, so that moves do not starve producers and followers; 0 leaves it unbounded. Appends to voters are never paced. A change applies within a second.",
 		"raft: outbound appends to learners (HostOptions.LearnerRate)")
 
+	// Authorization (internal/broker, authorize.go; internal/security). Cluster scope, unlike
+	// Kafka's per-broker settings, so that every broker gives the same verdict.
+	cluster(ClusterAuthorizerClassName, authorizerSpec(), "",
+		"Turns on ACL authorization: "+AclAuthorizer+" or "+StandardAuthorizer+" (Kafka's names; both select Cairn's built-in authorizer, which follows Kafka's rules); empty is off, and every request is allowed. On with no ACLs, everyone but the super users is denied. A change applies to the next request on every broker.",
+		"broker: ACL authorization of every Kafka request")
+	cluster(ClusterSuperUsers, superUsersSpec(), "",
+		"Principals allowed everything whatever the ACLs say, separated by semicolons (User:admin;User:ops). A client of a listener without authentication is User:ANONYMOUS.",
+		"broker: ACL authorization")
+	cluster(ClusterAllowEveryoneIfNoACLFound, boolSpec(), "false",
+		"With authorization on, allow a request on a resource that no ACL at all applies to (as Kafka's property of that name); once any ACL applies to the resource, only the ACLs decide.",
+		"broker: ACL authorization")
+
 	// The leader balancer (internal/broker, balancer.go), under Kafka's names and meanings.
 	cluster(ClusterAutoLeaderRebalanceEnable, boolSpec(), "true",
 		"Run the leader balancer: the controller leader moves leaderships back to each partition's preferred replica (the first of its assignment), by Raft leadership transfer only, when that replica is live, in the ISR and not in maintenance.",

@@ -69,7 +69,7 @@ func TestAcceptedProperties(t *testing.T) {
 	want := map[Scope][]string{
 		ScopeTopic: {"cleanup.policy", "compression.type", "delete.retention.ms", "flush.bytes", "flush.ms", "max.message.bytes",
 			"message.timestamp.type", "min.insync.racks", "min.insync.replicas", "retention.bytes", "retention.ms", "segment.bytes", "segment.ms", "write.caching"},
-		ScopeCluster: {"auto.create.topics.enable", "auto.leader.rebalance.enable", "compression.type", "default.replication.factor",
+		ScopeCluster: {"allow.everyone.if.no.acl.found", "authorizer.class.name", "auto.create.topics.enable", "auto.leader.rebalance.enable", "compression.type", "default.replication.factor",
 			"group.initial.rebalance.delay.ms", "group.max.session.timeout.ms", "group.min.session.timeout.ms",
 			"leader.imbalance.check.interval.seconds", "leader.imbalance.per.broker.percentage", "learner.recovery.rate",
 			"log.cleaner.delete.retention.ms", "log.cleanup.policy", "log.flush.interval.bytes", "log.flush.interval.ms", "log.message.timestamp.type", "log.retention.bytes",
@@ -77,7 +77,7 @@ func TestAcceptedProperties(t *testing.T) {
 			"message.max.bytes", "min.insync.racks", "min.insync.replicas", "num.partitions",
 			"offset.metadata.max.bytes", "offsets.commit.timeout.ms", "offsets.retention.check.interval.ms",
 			"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-			"offsets.topic.segment.bytes", "replica.selector.class", "write_caching_default"},
+			"offsets.topic.segment.bytes", "replica.selector.class", "super.users", "write_caching_default"},
 		ScopeNode: {"admin.addr", "advertised.kafka.addr", "advertised.rpc.addr", "connections.max.reauth.ms", "data.dir", "kafka.addr", "node.id", "produce.forwarding", "rack", "replica.lag.time.max.ms", "rpc.addr", "sasl.enabled.mechanisms", "seeds"},
 	}
 	got := map[Scope][]string{ScopeTopic: TopicPropertyNames(), ScopeCluster: ClusterPropertyNames(), ScopeNode: NodePropertyNames()}

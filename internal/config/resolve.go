@@ -131,6 +131,10 @@ func ResolveCluster(clusterOverrides map[string]string) ClusterConfig {
 		LeaderImbalancePerBrokerPct: int(mustInt(get(ClusterLeaderImbalancePerBrokerPct))),
 		LearnerRecoveryRate:         mustInt(get(ClusterLearnerRecoveryRate)),
 
+		AuthorizerEnabled:         get(ClusterAuthorizerClassName) != "",
+		SuperUsers:                get(ClusterSuperUsers),
+		AllowEveryoneIfNoACLFound: get(ClusterAllowEveryoneIfNoACLFound) == "true",
+
 		OffsetsTopicNumPartitions:     int32(mustInt(get(ClusterOffsetsTopicNumPartitions))),
 		OffsetsTopicReplicationFactor: int16(mustInt(get(ClusterOffsetsTopicReplicationFactor))),
 		OffsetsTopicSegmentBytes:      int32(mustInt(get(ClusterOffsetsTopicSegmentBytes))),

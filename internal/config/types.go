@@ -177,6 +177,12 @@ type ClusterConfig struct {
 	// LearnerRecoveryRate is learner.recovery.rate: bytes per second to learners, 0 unbounded.
 	LearnerRecoveryRate int64
 
+	// Authorization: authorizer.class.name set, super.users as validated (";"-separated),
+	// allow.everyone.if.no.acl.found.
+	AuthorizerEnabled         bool
+	SuperUsers                string
+	AllowEveryoneIfNoACLFound bool
+
 	// Consumer group coordinator and __consumer_offsets.
 	OffsetsTopicNumPartitions     int32
 	OffsetsTopicReplicationFactor int16

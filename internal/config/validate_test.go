@@ -173,6 +173,19 @@ var validationCases = map[string][]vcase{
 		bad("com.example.MySelector", "and org.apache.kafka.common.replica.LeaderSelector"),
 		bad("org.apache.kafka.common.replica.rackawarereplicaselector", "Cairn implements only"),
 	},
+	"authorizer.class.name": {
+		ok("", ""), ok(" kafka.security.authorizer.AclAuthorizer ", "kafka.security.authorizer.AclAuthorizer"),
+		ok("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+		bad("com.example.MyAuthorizer", "cannot load other classes"),
+		bad("kafka.security.auth.SimpleAclAuthorizer", "one built-in ACL authorizer"),
+	},
+	"super.users": {
+		ok("", ""), ok("User:admin", "User:admin"), ok(" User:a ; User:b ;", "User:a;User:b"),
+		bad("admin", `"admin" is not of the form Type:name`), bad("User:a;User:", "not of the form Type:name"),
+	},
+	"allow.everyone.if.no.acl.found": {
+		ok("true", "true"), ok("FALSE", "false"), bad("yes", "not a boolean"),
+	},
 	"seeds": {
 		ok("", ""), ok("a:9093", "a:9093"), ok(" a:9093 , b:9093 ", "a:9093,b:9093"),
 		bad("a:9093,,b:9093", "empty item"), bad("a", "not a host:port"), bad(":9093", "host is empty"),

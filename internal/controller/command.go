@@ -12,8 +12,9 @@ import (
 // Version is the encoding version of commands and snapshots. A decoder refuses a higher
 // version with ErrUnsupportedVersion: a replica that cannot understand a committed entry
 // must stop rather than skip it and diverge. Version 2 added the reassignment commands
-// (see sinceVersion); version 3 the decommission commands; version 4 force recovery; version 5 the SCRAM credential commands (users.go).
-const Version = 5
+// (see sinceVersion); version 3 the decommission commands; version 4 force recovery; version 5 the SCRAM credential commands (users.go); version 6 the ACL commands
+// (acls.go).
+const Version = 6
 
 // ErrUnsupportedVersion reports a command or snapshot of an encoding version this build
 // does not know.
@@ -156,6 +157,8 @@ var decoders = map[string]func() Command{
 	"force_recover_partition":    func() Command { return &ForceRecoverPartition{} },
 	"upsert_scram_credential":    func() Command { return &UpsertScramCredential{} },
 	"delete_scram_credential":    func() Command { return &DeleteScramCredential{} },
+	"create_acls":                func() Command { return &CreateACLs{} },
+	"delete_acls":                func() Command { return &DeleteACLs{} },
 }
 
 // sinceVersion is the encoding version that introduced each command newer than version 1.
@@ -175,6 +178,8 @@ var sinceVersion = map[string]int{
 	"force_recover_partition":    4,
 	"upsert_scram_credential":    5,
 	"delete_scram_credential":    5,
+	"create_acls":                6,
+	"delete_acls":                6,
 }
 
 // envelope is the encoded form of a command: {"v":1,"op":"create_topic","body":{...}}.

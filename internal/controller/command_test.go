@@ -25,6 +25,8 @@ func allCommands() []Command {
 		&SetBrokerMaintenance{ID: 2, On: true},
 		&UpsertScramCredential{User: "alice", Credential: testCredential(security.ScramSHA256, 1)},
 		&DeleteScramCredential{User: "alice", Mechanism: security.ScramSHA512},
+		&CreateACLs{ACLs: []security.ACL{testACL("orders", "User:alice")}},
+		&DeleteACLs{Filters: []security.ACLFilter{security.MatchAll()}},
 	}
 }
 
@@ -142,6 +144,10 @@ func derefCommand(c Command) Command {
 	case *UpsertScramCredential:
 		return *c
 	case *DeleteScramCredential:
+		return *c
+	case *CreateACLs:
+		return *c
+	case *DeleteACLs:
 		return *c
 	}
 	panic("unknown command")

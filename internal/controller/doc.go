@@ -2,7 +2,8 @@
 // (group 0) replicates: brokers with their addresses, racks, incarnations and liveness;
 // topics with their ids, partition assignments, config overrides and the record of each
 // partition move in progress (reassign.go); cluster config overrides; producer-id blocks;
-// the SCRAM users' credentials (users.go: keys and salts, never a password);
+// the SCRAM users' credentials (users.go: keys and salts, never a password); the Kafka
+// ACLs (acls.go);
 // and the cluster id. It also owns replica placement, as pure
 // functions (Place).
 //

@@ -19,6 +19,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"v":2,"op":"complete_reassignment","body":{"topic":"t","partition":0,"replicas":[2]}}`))
 	f.Add([]byte(`{"v":5,"op":"upsert_scram_credential","body":{"user":"bob","credential":{"mechanism":"SCRAM-SHA-512","iterations":4096,"salt":"c2FsdA==","stored_key":"AAAA","server_key":"AAAA"}}}`))
 	f.Add([]byte(`{"v":5,"op":"delete_scram_credential","body":{"user":"alice","mechanism":"SCRAM-SHA-256"}}`))
+	f.Add([]byte(`{"v":6,"op":"create_acls","body":{"acls":[{"resource_type":2,"resource_name":"t","pattern_type":3,"principal":"User:a","host":"*","operation":3,"permission":3}]}}`))
+	f.Add([]byte(`{"v":6,"op":"delete_acls","body":{"filters":[{"resource_type":1,"resource_name":"t","pattern_type":2,"operation":1,"permission":1}]}}`))
+	f.Add([]byte(`{"v":6,"op":"delete_acls","body":{"filters":[{}]}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
@@ -68,6 +71,7 @@ func fuzzState(t *testing.T) *State {
 		CreateTopic{Name: "t", ID: TopicID{0xab, 15: 1}, Partitions: 2, RF: 1, Assignment: [][]int32{{1}, {2}}},
 		BeginReassignment{Topic: "t", Partition: 0, Replicas: []int32{2}},
 		UpsertScramCredential{User: "alice", Credential: testCredential(security.ScramSHA256, 1)},
+		CreateACLs{ACLs: []security.ACL{testACL("t", "User:alice")}},
 	}
 	for i, c := range cmds {
 		b, _ := EncodeCommand(c)
@@ -123,6 +127,11 @@ func FuzzDecodeSnapshot(f *testing.F) {
 				if _, ok := s.ScramCredential(u.Name, c.Mechanism); !ok {
 					t.Fatalf("user %q %s listed but not found", u.Name, c.Mechanism)
 				}
+			}
+		}
+		for _, a := range s.ACLs() {
+			if err := security.ValidateACL(a); err != nil {
+				t.Fatalf("restored an invalid ACL: %v", err)
 			}
 		}
 		// It goes on applying.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+
+	"github.com/cairn-io/cairn/internal/security"
 )
 
 // SnapshotVersion is the encoding version of snapshots. Version 2 added the partitions'
@@ -14,8 +16,9 @@ import (
 // unchanged and stay at Version. Version 3 added the partition moves (Topic.Reassigning and
 // Topic.Moved); a version-1 or -2 snapshot has none and must not carry them.
 // Version 4 added the brokers' membership (Broker.Membership, decommission); version 5 the
-// partitions' force recoveries (Topic.Recovered); version 6 the SCRAM users.
-const SnapshotVersion = 6
+// partitions' force recoveries (Topic.Recovered); version 6 the SCRAM users; version 7 the
+// ACLs.
+const SnapshotVersion = 7
 
 // snapshot is the encoded form of a whole State. Brokers are sorted by id and topics by
 // name, and map keys are written sorted, so equal states encode to equal bytes.
@@ -29,6 +32,7 @@ type snapshot struct {
 	NextProducerID int64             `json:"next_producer_id"`
 	NextGroup      uint64            `json:"next_group,omitempty"`
 	Users          []User            `json:"users,omitempty"`
+	ACLs           []security.ACL    `json:"acls,omitempty"`
 }
 
 // Snapshot encodes the whole state, including the applied index, for a Raft snapshot.
@@ -39,6 +43,9 @@ func (s *State) Snapshot() ([]byte, error) {
 		NextProducerID: s.nextProducerID, NextGroup: s.nextGroup}
 	if len(s.users) > 0 {
 		snap.Users = s.userList()
+	}
+	if len(s.acls) > 0 {
+		snap.ACLs = s.acls
 	}
 	for _, b := range s.brokers {
 		snap.Brokers = append(snap.Brokers, *b)
@@ -88,6 +95,15 @@ func DecodeSnapshot(b []byte) (*State, error) {
 		return bad("%v", err)
 	}
 	s.users = users
+	if snap.V < 7 && snap.ACLs != nil {
+		return bad("version %d snapshot with ACLs", snap.V)
+	}
+	if s.clusterID == "" && len(snap.ACLs) > 0 {
+		return bad("ACLs without a cluster id")
+	}
+	if s.acls, s.aclSet, err = decodeACLs(snap.ACLs); err != nil {
+		return bad("%v", err)
+	}
 	if e := checkConfigKeys(snap.ClusterConfig, nil); e != nil {
 		return bad("cluster config: %s", e.msg)
 	}
@@ -226,5 +242,7 @@ func (s *State) Restore(b []byte) error {
 	defer s.mu.Unlock()
 	s.applied, s.clusterID, s.brokers, s.topics, s.topicIDs, s.clusterConfig, s.nextProducerID, s.nextGroup, s.groups, s.users =
 		n.applied, n.clusterID, n.brokers, n.topics, n.topicIDs, n.clusterConfig, n.nextProducerID, n.nextGroup, n.groups, n.users
+	s.acls, s.aclSet = n.acls, n.aclSet
+	s.authzGen.Add(1)
 	return nil
 }

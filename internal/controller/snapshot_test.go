@@ -31,6 +31,7 @@ func richState(t testing.TB) *harness {
 	h.ok(UpsertScramCredential{User: "alice", Credential: testCredential(security.ScramSHA256, 1)})
 	h.ok(UpsertScramCredential{User: "alice", Credential: testCredential(security.ScramSHA512, 2)})
 	h.ok(UpsertScramCredential{User: "bob", Credential: testCredential(security.ScramSHA512, 3)})
+	h.ok(CreateACLs{ACLs: []security.ACL{testACL("orders", "User:alice"), testACL("payments", "User:bob")}})
 	return h
 }
 
@@ -56,6 +57,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	eq(t, got.ReplicaLoad(), h.s.ReplicaLoad())
 	eq(t, got.topicIDs, h.s.topicIDs)
 	eq(t, got.Users(), h.s.Users())
+	eq(t, got.ACLs(), h.s.ACLs())
 
 	// The restored state goes on exactly as the original: same results, same bytes.
 	r := New()
@@ -138,6 +140,10 @@ func TestRestoreRefusesCorruptSnapshot(t *testing.T) {
 		"trailing data":        {string(good) + "[]", ErrMalformed},
 		"null":                 {"null", ErrMalformed},
 		"v5 with users":        {corrupt(cur, `"v":5`), ErrMalformed},
+		"v6 with ACLs":         {corrupt(cur, `"v":6`), ErrMalformed},
+		"ACL twice":            {corrupt(aclJSON("payments", "User:bob"), aclJSON("orders", "User:alice")), ErrMalformed},
+		"ACL bad principal":    {corrupt(`"principal":"User:bob"`, `"principal":"bob"`), ErrMalformed},
+		"ACL unknown op":       {corrupt(`"operation":"READ"`, `"operation":"FLY"`), ErrMalformed},
 		"user twice":           {corrupt(`"name":"bob"`, `"name":"alice"`), ErrMalformed},
 		"empty user name":      {corrupt(`"name":"bob"`, `"name":""`), ErrMalformed},
 		"user without creds":   {corrupt(`{"name":"bob","credentials":[`+credJSON(security.ScramSHA512, 3)+`]}`, `{"name":"bob","credentials":[]}`), ErrMalformed},

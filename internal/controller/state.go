@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -108,6 +109,8 @@ type Result struct {
 	Msg     string
 	// ProducerIDs is the block an AllocateProducerIDBlock handed out.
 	ProducerIDs *ProducerIDBlock
+	// DeletedACLs is, for each filter of a DeleteACLs, the ACLs it matched (acls.go).
+	DeletedACLs [][]security.ACL
 }
 
 // MaxProducerIDBlock bounds one AllocateProducerIDBlock.
@@ -128,6 +131,15 @@ type State struct {
 	groups         map[uint64]groupRef // every partition's group id
 	// users holds the SCRAM credentials, by user and mechanism (users.go).
 	users map[string]map[string]security.ScramCredential
+	// acls are the Kafka ACLs in creation order, and aclSet the same as a set (acls.go).
+	acls   []security.ACL
+	aclSet map[security.ACL]struct{}
+	// deletions are the recent delete_acls results by index, deletionOrder their indexes
+	// oldest first (acls.go, DeletedACLsAt).
+	deletions     map[uint64][][]security.ACL
+	deletionOrder []uint64
+	// authzGen counts changes of the ACLs and the cluster config (AuthzGeneration).
+	authzGen atomic.Uint64
 }
 
 // groupRef names the partition a Raft group replicates.
@@ -146,6 +158,7 @@ func New() *State {
 		nextGroup:     1,
 		groups:        map[uint64]groupRef{},
 		users:         map[string]map[string]security.ScramCredential{},
+		aclSet:        map[security.ACL]struct{}{},
 	}
 }
 
@@ -191,6 +204,8 @@ func (s *State) Apply(index uint64, payload []byte) (Result, error) {
 	res := Result{Index: index}
 	if e := s.apply(cmd, &res); e != nil {
 		res.Err, res.Msg = e.code, e.msg
+	} else if changesAuthz(cmd) {
+		s.authzGen.Add(1)
 	}
 	return res, nil
 }
@@ -248,6 +263,10 @@ func (s *State) apply(cmd Command, res *Result) *applyErr {
 		return s.upsertScramCredential(c)
 	case *DeleteScramCredential:
 		return s.deleteScramCredential(c)
+	case *CreateACLs:
+		return s.createACLs(c)
+	case *DeleteACLs:
+		return s.deleteACLs(c, res)
 	}
 	return reject(kerr.InvalidRequest, "unknown command %T", cmd)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cairn-io/cairn/internal/broker"
 	"github.com/cairn-io/cairn/internal/security"
 )
 
@@ -97,3 +98,9 @@ func (s *Server) clusterAuthorizedOperations(ctx context.Context) int32 {
 	}
 	return s.authorizedOperations(ctx, kmsg.ACLResourceTypeCluster, ClusterResourceName, clusterOperations)
 }
+
+// The broker answers both questions from its replica of the controller's ACLs.
+var (
+	_ Authorizer             = (*broker.Broker)(nil)
+	_ ResourceTypeAuthorizer = (*broker.Broker)(nil)
+)
