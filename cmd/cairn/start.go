@@ -52,6 +52,8 @@ var startFlags = []struct{ flag, property, usage string }{
 	{"ssl-truststore-location", config.NodeSSLTruststoreLocation, "PEM CA certificates that client certificates are verified against"},
 	{"ssl-client-auth", config.NodeSSLClientAuth, "none, requested or required: whether SSL listeners ask clients for a certificate"},
 	{"ssl-principal-mapping-rules", config.NodeSSLPrincipalMappingRules, "Kafka's RULE:pattern/replacement/[LU],...,DEFAULT rules mapping a client certificate's subject to a principal"},
+	{"sasl-enabled-mechanisms", config.NodeSASLEnabledMechanisms, "SASL mechanisms SASL listeners offer (default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512)"},
+	{"connections-max-reauth-ms", config.NodeConnectionsMaxReauthMs, "SASL session lifetime (ms) after which clients re-authenticate (KIP-368); 0 is unlimited"},
 }
 
 // refusedStartKeys are Kafka broker settings a Kafka operator may reach for that Cairn
@@ -262,6 +264,14 @@ func runBroker(node config.NodeConfig, listenerProps map[string]string, logLevel
 		return err
 	}
 	ks := kafka.NewServer(b, lg, metrics)
+	if err := ks.SetSASL(kafka.SASLConfig{Mechanisms: node.SASLEnabledMechanisms,
+		SessionLifetime: time.Duration(node.ConnectionsMaxReauthMs) * time.Millisecond}); err != nil {
+		closeLns()
+		adminLn.Close()
+		b.Close()
+		return err
+	}
+	metrics.WatchAuthentication(ks)
 	ks.SetAuthorizer(b) // off until the cluster property authorizer.class.name is set
 	if slices.ContainsFunc(listeners, func(l kafka.Listener) bool { return l.TLS != nil }) {
 		metrics.RegisterTLSRefusals(func() admin.TLSRefusals {
@@ -350,9 +360,6 @@ func kafkaListeners(node config.NodeConfig) ([]kafka.Listener, error) {
 	}
 	var out []kafka.Listener
 	for _, l := range node.Listeners {
-		if l.SASL() && !kafka.ServesSASL {
-			return nil, fmt.Errorf("listener %s (%s): %w", l.Name, l.Protocol, kafka.ErrSASLNotServed)
-		}
 		kl := kafka.Listener{Name: l.Name, SASL: l.SASL()}
 		if l.TLS() {
 			if reloader == nil {

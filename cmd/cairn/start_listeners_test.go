@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/cairn-io/cairn/internal/config"
-	"github.com/cairn-io/cairn/internal/kafka"
 )
 
 func TestStartListenersFromFlagsEnvAndYAML(t *testing.T) {
@@ -43,19 +42,6 @@ func TestStartRefusesJavaKeystores(t *testing.T) {
 	os.WriteFile(file, []byte("ssl-truststore-type: JKS\n"), 0o644)
 	if _, err := startValues(newStartCmd().Flags(), file); err == nil || !strings.Contains(err.Error(), "ssl.truststore.type") || !strings.Contains(err.Error(), "PEM") {
 		t.Fatalf("YAML: got %v", err)
-	}
-}
-
-func TestStartRefusesSASLListenerUntilServed(t *testing.T) {
-	if kafka.ServesSASL {
-		t.Skip("this build serves SASL")
-	}
-	node, err := config.ResolveNode(map[string]string{config.NodeListeners: "SASL_PLAINTEXT://:9092"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kafkaListeners(node); err == nil || !strings.Contains(err.Error(), "SASL_PLAINTEXT") {
-		t.Fatalf("got %v, want the SASL listener refused", err)
 	}
 }
 

@@ -293,6 +293,45 @@ func rackSpec() spec {
 	}}
 }
 
+// saslMechanisms are the SASL mechanisms the Kafka layer serves (internal/security's
+// exchanges), spelled as clients send them.
+var saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+// saslMechanismsSpec accepts a non-empty list of served SASL mechanisms. Names are matched
+// exactly, as Kafka matches them in SaslHandshake; GSSAPI and OAUTHBEARER are refused with
+// a reason rather than accepted and never offered.
+func saslMechanismsSpec() spec {
+	valid := "a comma-separated, non-empty list of " + strings.Join(saslMechanisms, ", ")
+	return spec{typ: TypeList, valid: valid, check: func(name, v string) (string, error) {
+		items, ok := splitList(v)
+		if !ok {
+			return "", invalid(name, v, valid, "empty item in list")
+		}
+		if len(items) == 0 {
+			return "", invalid(name, v, valid, "no mechanism: a SASL listener could authenticate no one")
+		}
+		seen := map[string]bool{}
+		var out []string
+		for _, it := range items {
+			known := false
+			for _, m := range saslMechanisms {
+				known = known || it == m
+			}
+			switch {
+			case it == "GSSAPI" || it == "OAUTHBEARER":
+				return "", invalid(name, v, valid, it+" is not served: Cairn authenticates SASL clients with PLAIN or SCRAM only")
+			case !known:
+				return "", invalid(name, v, valid, fmt.Sprintf("unknown mechanism %q (names are case-sensitive)", it))
+			}
+			if !seen[it] {
+				seen[it] = true
+				out = append(out, it)
+			}
+		}
+		return strings.Join(out, ","), nil
+	}}
+}
+
 // authorizerSpec accepts "" (authorization off) or one of Kafka's authorizer class names.
 func authorizerSpec() spec {
 	valid := `"" (off), ` + AclAuthorizer + ", " + StandardAuthorizer

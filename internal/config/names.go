@@ -107,6 +107,8 @@ const (
 	NodeSSLTruststoreLocation       = "ssl.truststore.location"
 	NodeSSLClientAuth               = "ssl.client.auth"
 	NodeSSLPrincipalMappingRules    = "ssl.principal.mapping.rules"
+	NodeSASLEnabledMechanisms       = "sasl.enabled.mechanisms"
+	NodeConnectionsMaxReauthMs      = "connections.max.reauth.ms"
 )
 
 // Values of replica.selector.class: Kafka's class names, so that Kafka runbooks work

@@ -293,6 +293,12 @@ func build() *registry {
 	node(NodeSSLPrincipalMappingRules, "--ssl-principal-mapping-rules", principalRulesSpec(), "DEFAULT", "",
 		"How a client certificate's subject (RFC 2253, e.g. CN=alice,O=Acme) becomes a principal name: Kafka's RULE:pattern/replacement/[LU] rules, comma-separated, tried in order on the whole subject, and DEFAULT for the subject unchanged; a subject no rule matches is refused.",
 		"kafka: TLS principal")
+	node(NodeSASLEnabledMechanisms, "--sasl-enabled-mechanisms", saslMechanismsSpec(), "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "",
+		"SASL mechanisms a client may authenticate with on a SASL_PLAINTEXT or SASL_SSL listener, comma-separated; SaslHandshake lists them, and any other mechanism gets UNSUPPORTED_SASL_MECHANISM.",
+		"kafka: SaslHandshake")
+	node(NodeConnectionsMaxReauthMs, "--connections-max-reauth-ms", numSpec(TypeLong, 0, math.MaxInt64, false), "0", "",
+		"KIP-368 re-authentication: when above 0, a SASL client is told its session lasts this many milliseconds (SessionLifetimeMs) and must authenticate again on the same connection, as the same user, before it ends; a connection whose session has ended is closed at its next request. 0 lets sessions last as long as their connections.",
+		"kafka: SaslAuthenticate and the session check of each request")
 
 	scopeOrder := map[Scope]int{ScopeTopic: 0, ScopeCluster: 1, ScopeNode: 2}
 	slices.SortStableFunc(ps, func(a, b Property) int {

@@ -179,21 +179,23 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		seeds = strings.Split(s, ",")
 	}
 	return NodeConfig{
-		NodeID:              int32(mustInt(get(NodeID))),
-		DataDir:             get(NodeDataDir),
-		KafkaAddr:           get(NodeKafkaAddr),
-		AdvertisedKafkaAddr: get(NodeAdvertisedKafkaAddr),
-		RPCAddr:             get(NodeRPCAddr),
-		AdvertisedRPCAddr:   get(NodeAdvertisedRPCAddr),
-		AdminAddr:           get(NodeAdminAddr),
-		Rack:                get(NodeRack),
-		Seeds:               seeds,
-		ProduceForwarding:   get(NodeProduceForwarding) == "true",
-		ReplicaLagTimeMaxMs: mustInt(get(NodeReplicaLagTimeMaxMs)),
-		RPCTLS:              rpcTLS,
-		Admin:               adminSec,
-		Listeners:           listeners,
-		TLS:                 tlsc,
+		NodeID:                 int32(mustInt(get(NodeID))),
+		DataDir:                get(NodeDataDir),
+		KafkaAddr:              get(NodeKafkaAddr),
+		AdvertisedKafkaAddr:    get(NodeAdvertisedKafkaAddr),
+		RPCAddr:                get(NodeRPCAddr),
+		AdvertisedRPCAddr:      get(NodeAdvertisedRPCAddr),
+		AdminAddr:              get(NodeAdminAddr),
+		Rack:                   get(NodeRack),
+		Seeds:                  seeds,
+		ProduceForwarding:      get(NodeProduceForwarding) == "true",
+		ReplicaLagTimeMaxMs:    mustInt(get(NodeReplicaLagTimeMaxMs)),
+		RPCTLS:                 rpcTLS,
+		Admin:                  adminSec,
+		Listeners:              listeners,
+		TLS:                    tlsc,
+		SASLEnabledMechanisms:  strings.Split(get(NodeSASLEnabledMechanisms), ","),
+		ConnectionsMaxReauthMs: mustInt(get(NodeConnectionsMaxReauthMs)),
 	}, nil
 }
 

@@ -140,8 +140,9 @@ func TestResolveNode(t *testing.T) {
 	want := NodeConfig{NodeID: 1, ProduceForwarding: true, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
 		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644",
 		ReplicaLagTimeMaxMs: 30000, Admin: AdminSecurity{Auth: AdminAuthNone, ProbesOpen: true, ClientAuth: "none"},
-		Listeners: []ListenerConfig{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "localhost:9092", Advertised: "localhost:9092"}},
-		TLS:       TLSConfig{ClientAuth: "none", PrincipalMappingRules: "DEFAULT"}}
+		SASLEnabledMechanisms: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"},
+		Listeners:             []ListenerConfig{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "localhost:9092", Advertised: "localhost:9092"}},
+		TLS:                   TLSConfig{ClientAuth: "none", PrincipalMappingRules: "DEFAULT"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
 	}
@@ -155,6 +156,10 @@ func TestResolveNode(t *testing.T) {
 	got, _ = ResolveNode(map[string]string{"kafka.addr": ":19092", "advertised.kafka.addr": "h:9092"})
 	if got.AdvertisedKafkaAddr != "h:9092" {
 		t.Fatalf("advertised: %q", got.AdvertisedKafkaAddr)
+	}
+	got, _ = ResolveNode(map[string]string{"sasl.enabled.mechanisms": "SCRAM-SHA-512, PLAIN", "connections.max.reauth.ms": "60000"})
+	if !slices.Equal(got.SASLEnabledMechanisms, []string{"SCRAM-SHA-512", "PLAIN"}) || got.ConnectionsMaxReauthMs != 60000 {
+		t.Fatalf("sasl: %+v", got)
 	}
 	got, _ = ResolveNode(map[string]string{"rpc.addr": ":19093"})
 	if got.RPCAddr != ":19093" || got.AdvertisedRPCAddr != ":19093" {

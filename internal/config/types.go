@@ -215,4 +215,8 @@ type NodeConfig struct {
 	// PLAINTEXT listener on KafkaAddr (advertising AdvertisedKafkaAddr) when it is not set.
 	Listeners []ListenerConfig
 	TLS       TLSConfig
+	// SASLEnabledMechanisms are the SASL mechanisms served, in the order given.
+	SASLEnabledMechanisms []string
+	// ConnectionsMaxReauthMs is the SASL session lifetime (KIP-368); 0 is unlimited.
+	ConnectionsMaxReauthMs int64
 }

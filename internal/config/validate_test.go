@@ -215,6 +215,16 @@ var validationCases = map[string][]vcase{
 		bad("a:9093,,b:9093", "empty item"), bad("a", "not a host:port"), bad(":9093", "host is empty"),
 		bad("a:0", "port 0"),
 	},
+	"sasl.enabled.mechanisms": {
+		ok("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"), ok(" SCRAM-SHA-512 ", "SCRAM-SHA-512"),
+		ok("PLAIN,PLAIN", "PLAIN"),
+		bad("", "no mechanism"), bad("PLAIN,,SCRAM-SHA-256", "empty item"), bad("GSSAPI", "GSSAPI is not served"),
+		bad("OAUTHBEARER", "OAUTHBEARER is not served"), bad("plain", `unknown mechanism "plain" (names are case-sensitive)`),
+		bad("SCRAM-SHA-1", "unknown mechanism"),
+	},
+	"connections.max.reauth.ms": {
+		ok("0", "0"), ok("3600000", "3600000"), bad("-1", "out of range"), bad("soon", "not a whole number"),
+	},
 }
 
 func TestValidationCasesCoverEveryProperty(t *testing.T) {

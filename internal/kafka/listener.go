@@ -30,6 +30,7 @@ type Listener struct {
 // who it is. The reader goroutine changes it (a SASL exchange); handlers read it.
 type session struct {
 	listener Listener
+	sasl     saslConn // the reader goroutine's alone (sasl.go)
 
 	mu        sync.Mutex
 	principal security.Principal

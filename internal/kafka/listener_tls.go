@@ -11,14 +11,6 @@ import (
 	"github.com/cairn-io/cairn/internal/security"
 )
 
-// ServesSASL says whether this build serves SaslHandshake and SaslAuthenticate. Until it
-// does, a SASL_PLAINTEXT or SASL_SSL listener is refused at start rather than served
-// without the authentication its clients expect.
-var ServesSASL = false
-
-// ErrSASLNotServed is why a SASL listener is refused while ServesSASL is false.
-var ErrSASLNotServed = errors.New("SASL_PLAINTEXT and SASL_SSL listeners are not served by this build yet: use PLAINTEXT or SSL (with ssl.client.auth for client certificates)")
-
 // tlsHandshakeTimeout (a variable for tests) bounds the handshake of a TLS listener's connection, so a client that
 // connects and sends nothing (or a byte a minute) holds its goroutine no longer.
 var tlsHandshakeTimeout = 10 * time.Second

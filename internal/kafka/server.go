@@ -130,6 +130,7 @@ type Server struct {
 	unfilled frameReserve
 	auth     authState
 	tls      tlsCounters
+	sasl     saslServer
 
 	mu    sync.Mutex
 	lns   []net.Listener
@@ -154,9 +155,6 @@ func (s *Server) Serve(ln net.Listener) error {
 // ServeListener accepts connections on ln until Close, each served as listener l says. A
 // server may serve several listeners at once, each from its own goroutine.
 func (s *Server) ServeListener(ln net.Listener, l Listener) error {
-	if l.SASL && !ServesSASL {
-		return fmt.Errorf("listener %s: %w", l.Name, ErrSASLNotServed)
-	}
 	s.mu.Lock()
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
@@ -238,6 +236,7 @@ type pending struct {
 	respond func(ctx context.Context) kmsg.Response
 	flex    bool
 	close   bool // close the connection after this slot
+	raw     bool // a bare SASL token (v0 handshake flow): no response header
 }
 
 func (s *Server) serveConn(c net.Conn, l Listener) {
@@ -276,8 +275,8 @@ func (s *Server) serveConn(c net.Conn, l Listener) {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 8 || size > MaxFrameBytes {
-			s.lg.Warn("closing connection: frame size out of bounds", "remote", c.RemoteAddr(), "size", size)
+		if lo, hi := sess.frameBounds(); size < lo || size > hi {
+			s.lg.Warn("closing connection: frame size out of bounds", "remote", c.RemoteAddr(), "size", size, "max", hi)
 			return
 		}
 		if !budget.acquire(int(size)) {
@@ -361,7 +360,9 @@ func (s *Server) writeLoop(ctx context.Context, c net.Conn, slots <-chan *pendin
 		}
 		buf = buf[:0]
 		buf = append(buf, 0, 0, 0, 0)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(slot.hdr.correlationID))
+		if !slot.raw {
+			buf = binary.BigEndian.AppendUint32(buf, uint32(slot.hdr.correlationID))
+		}
 		// ApiVersions answers with header v0 even when flexible, so a client can read it
 		// before it knows which versions we speak.
 		if slot.flex && slot.hdr.apiKey != apiVersionsKey {
@@ -423,8 +424,15 @@ const apiVersionsKey = 18
 // that appends from one connection happen in the order the client sent them.
 func (s *Server) handleFrame(ctx context.Context, frame []byte) (*pending, error) {
 	start := time.Now()
+	sess := sessionOf(ctx)
+	if sess != nil && sess.sasl.raw {
+		return s.handleRawSASLToken(ctx, sess, frame, start), nil
+	}
 	hdr, body, err := parseHeader(frame)
 	if err != nil {
+		return nil, err
+	}
+	if err := sess.admit(hdr, s.saslNow()); err != nil {
 		return nil, err
 	}
 	slot := &pending{hdr: hdr, start: start, inBytes: len(frame) + 4}
@@ -452,6 +460,9 @@ func (s *Server) handleFrame(ctx context.Context, frame []byte) (*pending, error
 	}
 	respond := api.handle(s, withClientID(ctx, hdr.clientID), req)
 	slot.respond = respond
+	if sess != nil && sess.sasl.closing {
+		slot.close = true // a SASL failure: answered, then the connection closes
+	}
 	return slot, nil
 }
 
