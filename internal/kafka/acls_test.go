@@ -2,9 +2,6 @@ package kafka
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -32,28 +29,9 @@ func startACLBroker(t *testing.T, overrides map[string]string) (*kadm.Client, *k
 
 func newAuthzServer(t testing.TB, overrides map[string]string) (*Server, *broker.Broker, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := broker.New(broker.Config{DataDir: t.TempDir(), KafkaAddr: ln.Addr().String(), Logger: lg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if overrides != nil {
-		if err := b.SetClusterConfig(overrides); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := NewServer(b, lg, nil)
+	s, b, addr := serveTestBroker(t, overrides, nil)
 	s.SetAuthorizer(b)
-	go s.Serve(ln)
-	t.Cleanup(func() {
-		s.Close()
-		b.Close()
-	})
-	return s, b, ln.Addr().String()
+	return s, b, addr
 }
 
 func aclCtx(t *testing.T) context.Context {

@@ -2,10 +2,6 @@ package kafka
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,57 +16,6 @@ import (
 	"github.com/cairn-io/cairn/internal/security"
 )
 
-// aclCheck is one question an Authorizer is asked; a name of "*" in a denial stands for
-// every resource of the type.
-type aclCheck struct {
-	op   kmsg.ACLOperation
-	rt   kmsg.ACLResourceType
-	name string
-}
-
-// tableAuthorizer allows everything but the checks it is told to deny, and records who
-// asked, so tests can see the principal and host that reach it.
-type tableAuthorizer struct {
-	mu    sync.Mutex
-	deny  map[aclCheck]bool
-	asked []askedCheck
-}
-
-type askedCheck struct {
-	principal security.Principal
-	host      string
-	aclCheck
-}
-
-func (a *tableAuthorizer) AuthorizationEnabled() bool { return true }
-
-func (a *tableAuthorizer) Authorize(p security.Principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, name string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	c := aclCheck{op, rt, name}
-	a.asked = append(a.asked, askedCheck{p, host, c})
-	return !a.deny[c] && !a.deny[aclCheck{op, rt, "*"}]
-}
-
-func (a *tableAuthorizer) denyAll(checks ...aclCheck) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, c := range checks {
-		a.deny[c] = true
-	}
-}
-
-func (a *tableAuthorizer) wasAsked(c aclCheck) (askedCheck, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, got := range a.asked {
-		if got.aclCheck == c {
-			return got, true
-		}
-	}
-	return askedCheck{}, false
-}
-
 // startAuthzBroker is startBroker with the server's authorizer a table, given the topics
 // (one partition each, no records) before any check is denied.
 func startAuthzBroker(t *testing.T, topics ...string) (*kgo.Client, *broker.Broker, *tableAuthorizer) {
@@ -81,27 +26,13 @@ func startAuthzBroker(t *testing.T, topics ...string) (*kgo.Client, *broker.Brok
 
 func startAuthzServer(t *testing.T, topics ...string) (*kgo.Client, *broker.Broker, *Server, *tableAuthorizer) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := broker.New(broker.Config{DataDir: t.TempDir(), KafkaAddr: ln.Addr().String(), Logger: lg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewServer(b, lg, nil)
-	go s.Serve(ln)
-	t.Cleanup(func() {
-		s.Close()
-		b.Close()
-	})
+	s, b, addr := serveTestBroker(t, nil, nil)
 	for _, topic := range topics {
-		createTopic(t, ln.Addr().String(), topic, 1, 0)
+		createTopic(t, addr, topic, 1, 0)
 	}
-	a := &tableAuthorizer{deny: map[aclCheck]bool{}}
+	a := newTableAuthorizer()
 	s.SetAuthorizer(a)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,11 +148,11 @@ func commitOne(t *testing.T, ctx context.Context, cl *kgo.Client, group string, 
 }
 
 // committed is every offset of group, as a principal allowed everything sees them.
-func committed(t *testing.T, ctx context.Context, table *denyTable, cl *kgo.Client, group string) map[string]int64 {
+func committed(t *testing.T, ctx context.Context, table *tableAuthorizer, cl *kgo.Client, group string) map[string]int64 {
 	t.Helper()
 	table.mu.Lock()
 	saved := table.denied
-	table.denied = map[aclRule]bool{}
+	table.denied = map[aclCheck]bool{}
 	table.mu.Unlock()
 	defer func() { table.mu.Lock(); table.denied = saved; table.mu.Unlock() }()
 	os, err := kadm.NewClient(cl).FetchOffsets(ctx, group)

@@ -3,9 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"sort"
 	"strconv"
 	"sync"
@@ -25,25 +22,8 @@ import (
 // settings that keep client tests quick.
 func startBroker(t *testing.T) (string, *broker.Broker) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lg := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := broker.New(broker.Config{DataDir: t.TempDir(), KafkaAddr: ln.Addr().String(), Logger: lg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.SetClusterConfig(map[string]string{"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}); err != nil {
-		t.Fatal(err)
-	}
-	s := NewServer(b, lg, nil)
-	go s.Serve(ln)
-	t.Cleanup(func() {
-		s.Close()
-		b.Close()
-	})
-	return ln.Addr().String(), b
+	_, b, addr := serveTestBroker(t, quickGroups, nil)
+	return addr, b
 }
 
 func createTopic(t *testing.T, addr, topic string, partitions int32, records int) {
