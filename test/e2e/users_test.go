@@ -38,7 +38,13 @@ func TestScramUsersReplicated(t *testing.T) {
 	if len(described) != 1 || described["alice"].CredInfos[0] != (kadm.CredInfo{Mechanism: kadm.ScramSha512, Iterations: 8192}) {
 		t.Fatalf("broker 3 describes %+v", described)
 	}
-	code, body := adminRequest(t, bs[1], "GET", "/v1/security/users", "")
+	// Each broker answers from its own replica of the controller's log: wait for broker 2's.
+	var code int
+	var body string
+	waitFor(t, 20*time.Second, func() bool {
+		code, body = adminRequest(t, bs[1], "GET", "/v1/security/users", "")
+		return code != 200 || strings.Contains(body, `"name":"alice"`)
+	})
 	if code != 200 || !strings.Contains(body, `"name":"alice"`) || strings.Contains(body, "key") || strings.Contains(body, "salt") {
 		t.Fatalf("admin list on broker 2: %d %s", code, body)
 	}
