@@ -121,7 +121,7 @@ type proxy struct {
 	pending map[net.Conn]struct{} // accepted, not yet relayed or refused
 	closed  bool
 
-	wg                                          sync.WaitGroup
+	wg                                                     sync.WaitGroup
 	relayed, refused, dropped, badHell, delayed, tlsFailed atomic.Int64
 }
 
