@@ -191,7 +191,7 @@ type mover struct {
 
 // newMover returns the mover of a session; Close stops its trackers.
 func newMover(cl *faults.Cluster, rec *history.Recorder, cfg config) (*mover, error) {
-	kc, err := cl.Client(kgo.RequestTimeoutOverhead(10 * time.Second))
+	kc, err := cfg.sec.client(cl, adminUser, kgo.RequestTimeoutOverhead(10*time.Second))
 	if err != nil {
 		return nil, err
 	}

@@ -202,7 +202,7 @@ type recoverer struct {
 // newRecoverer returns the recoverer of a session; Close closes its client. It draws from
 // its own generator, as the mover does, so the other faults' schedule stays the seed's.
 func newRecoverer(cl *faults.Cluster, rec *history.Recorder, cfg config) (*recoverer, error) {
-	kc, err := cl.Client(kgo.RequestTimeoutOverhead(10 * time.Second))
+	kc, err := cfg.sec.client(cl, adminUser, kgo.RequestTimeoutOverhead(10*time.Second))
 	if err != nil {
 		return nil, err
 	}
