@@ -206,7 +206,7 @@ func newRecoverer(cl *faults.Cluster, rec *history.Recorder, cfg config) (*recov
 	if err != nil {
 		return nil, err
 	}
-	r := &recoverer{cl: cl, kc: kc, adm: kadm.NewClient(kc), hc: &http.Client{Timeout: 20 * time.Second}, rec: rec,
+	r := &recoverer{cl: cl, kc: kc, adm: kadm.NewClient(kc), hc: cfg.sec.adminHTTP(20 * time.Second), rec: rec,
 		rng: rand.New(rand.NewPCG(cfg.seed^0x7265636f76, cfg.seed)), partitions: cfg.partitions, moveWait: cfg.moveTimeout}
 	for id := 1; id <= cl.N(); id++ {
 		r.racks = append(r.racks, cl.RackOf(id))

@@ -97,7 +97,8 @@ func (s *security) apply(opts *faults.Options) {
 	opts.Listeners = append(opts.Listeners, harness.Listener{Name: saslListener, Protocol: "SASL_SSL"})
 	opts.TLS = harness.TLSFiles{Cert: s.listener.CertFile, Key: s.listener.KeyFile}
 	opts.RPCTLS = s.rpcCA
-	opts.Args = append(opts.Args, "--sasl-enabled-mechanisms", "SCRAM-SHA-512")
+	opts.Args = append(opts.Args, "--sasl-enabled-mechanisms", "SCRAM-SHA-512", "--admin-auth", "basic")
+	opts.AdminHTTP = s.adminHTTP(2 * time.Second)
 }
 
 // client returns a client of the session as user (over SASL_SSL when s is set), watched
@@ -118,20 +119,27 @@ func (s *security) clientOpts(seeds []string, user string, watched bool) []kgo.O
 	return opts
 }
 
-// createUsers makes the session's users through broker 1's admin API (no client can log
-// in before they exist) and waits until every broker authenticates each of them.
+// createUsers makes the session's users through the Kafka API on the PLAINTEXT listener,
+// the documented way to the first users: no one can log in before they exist, and
+// authorization is not on yet. It waits until every broker authenticates each of them.
 func (s *security) createUsers(ctx context.Context, cl *faults.Cluster) error {
-	hc := &http.Client{Timeout: 20 * time.Second}
+	kc, err := cl.Client()
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
+	var upserts []kadm.UpsertSCRAM
 	for _, u := range []string{adminUser, writerUser, readerUser} {
-		body := map[string]any{"name": u, "password": s.passwords[u], "mechanism": "SCRAM-SHA-512", "iterations": 4096}
-		if err := until(ctx, "creating user "+u, func() error {
-			if v := adminCall(ctx, hc, http.MethodPost, cl.Broker(1).AdminAddr, "/v1/security/users", body, nil); v.answer != accepted {
-				return errors.New(v.reason)
-			}
-			return nil
-		}); err != nil {
-			return err
+		upserts = append(upserts, kadm.UpsertSCRAM{User: u, Mechanism: kadm.ScramSha512, Iterations: 4096, Password: s.passwords[u]})
+	}
+	if err := until(ctx, "creating the users", func() error {
+		res, err := kadm.NewClient(kc).AlterUserSCRAMs(ctx, nil, upserts)
+		if err == nil {
+			err = res.Error()
 		}
+		return err
+	}); err != nil {
+		return err
 	}
 	return s.onEveryBroker(ctx, cl, "authenticating every user", func(b *faults.Broker) error {
 		for _, u := range []string{adminUser, writerUser, readerUser} {
@@ -141,6 +149,33 @@ func (s *security) createUsers(ctx context.Context, cl *faults.Cluster) error {
 		}
 		return nil
 	})
+}
+
+// adminHTTP is a client of the brokers' admin APIs as the admin user (admin.auth=basic);
+// a refusal (401, 403) is an authentication or authorization error like any other. With
+// s nil it is a plain client.
+func (s *security) adminHTTP(timeout time.Duration) *http.Client {
+	if s == nil {
+		return &http.Client{Timeout: timeout}
+	}
+	return &http.Client{Timeout: timeout, Transport: adminAuth{s: s, next: http.DefaultTransport}}
+}
+
+// adminAuth authenticates each admin API request as the admin user and watches the
+// answers.
+type adminAuth struct {
+	s    *security
+	next http.RoundTripper
+}
+
+func (a adminAuth) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.SetBasicAuth(adminUser, a.s.passwords[adminUser])
+	resp, err := a.next.RoundTrip(req)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		a.s.watch.note(adminUser, "admin API "+req.Method+" "+req.URL.Path, fmt.Errorf("HTTP %d", resp.StatusCode))
+	}
+	return resp, err
 }
 
 // authorize gives the writer WRITE (which implies DESCRIBE, and lets an idempotent

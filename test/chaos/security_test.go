@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 // TestSecuredClusterWatchesRefusals runs the --security sasl_ssl set-up on a real
 // one-broker cluster: the writer produces and the reader reads back with no refusal,
 // while a reader that produces (no WRITE ACL) and a client with a wrong password are
-// refused by the broker, and the watch that fails a session counts both.
+// refused by the broker, and the watch that fails a session counts both. The admin API
+// wants credentials, and takes the admin user's.
 func TestSecuredClusterWatchesRefusals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cairn process")
@@ -65,6 +67,20 @@ func TestSecuredClusterWatchesRefusals(t *testing.T) {
 	final, err := finalRead(ctx, cl, sec, 1)
 	if err != nil {
 		t.Fatalf("the reader's read back: %v", err)
+	}
+	get := func(hc *http.Client) int {
+		resp, err := hc.Get("http://" + cl.Broker(1).AdminAddr + "/v1/brokers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(sec.adminHTTP(5 * time.Second)); code != http.StatusOK {
+		t.Fatalf("the admin user's admin API request: HTTP %d", code)
+	}
+	if code := get(&http.Client{Timeout: 5 * time.Second}); code != http.StatusUnauthorized {
+		t.Fatalf("an anonymous admin API request: HTTP %d, want 401 (admin.auth=basic)", code)
 	}
 	if n, first := sec.watch.result(); n != 0 || len(final) != 1 {
 		t.Fatalf("the allowed users saw %d refusals (%v); read back %v", n, first, final)

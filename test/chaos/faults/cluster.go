@@ -33,6 +33,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,6 +83,9 @@ type Options struct {
 	// RPCTLS, when set, is the CA of the inter-broker mutual TLS (rpc.tls.*): Start issues
 	// each broker, and the proxies, a certificate of it.
 	RPCTLS *tlstest.CA
+	// AdminHTTP, when set, is the client of PartitionStatus, for an admin API that wants
+	// credentials; the default is http.DefaultClient.
+	AdminHTTP *http.Client
 }
 
 // DefaultRacks are the racks of n brokers when Options.Racks is nil: a rack of its own
@@ -587,7 +591,11 @@ func (c *Cluster) PartitionStatus(ctx context.Context, id int, topic string, par
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return b.PartitionStatus(ctx, topic, partition)
+	hc := c.opts.AdminHTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return b.PartitionStatusWith(ctx, hc, topic, partition)
 }
 
 // Close stops every broker (SIGCONT if paused, SIGTERM, then SIGKILL past StopTimeout),
