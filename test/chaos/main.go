@@ -5,6 +5,7 @@
 //	go run ./test/chaos --duration 60s --faults rack --racks r1,r2,r3 --min-insync-racks 2 --link-delay 0.2ms,2ms
 //	go run ./test/chaos --duration 3m --brokers 5 --faults kill,pause,partition,move
 //	go run ./test/chaos --duration 5m --brokers 5 --min-insync-racks 3 --faults recover,kill,partition
+//	go run ./test/chaos --duration 5m --rate 300 --brokers 5 --security sasl_ssl --faults kill,pause,partition,power,move
 //
 // It starts --brokers cairn processes behind link proxies (test/chaos/faults), runs
 // idempotent franz-go producers and a consumer that record every operation
@@ -29,6 +30,11 @@
 // and only where no acknowledged write can be lost: strict mode, every broker in a rack of
 // its own, min.insync.racks 3 = RF, five brokers or more; the session refuses anything else.
 // A summary line counts the recoveries, their may_lose and the failures.
+//
+// With --security sasl_ssl (security.go) the cluster has SASL_SSL listeners, inter-broker
+// mutual TLS, SCRAM users, ACLs, authorization and an admin API behind basic auth, and
+// every client of the session connects as a user of its own; any authentication or
+// authorization error a client sees fails the session, whatever the checker finds.
 //
 // Modes:
 //   - strict: acks=-1 on a strict topic; any mix of the chosen faults on any number of
