@@ -19,6 +19,8 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -353,11 +355,19 @@ func (l watchLogger) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
 	switch {
 	case isAuthError(err):
 		l.w.note(l.user, msg, err)
-	case strings.Contains(msg, "sasl") && err != nil:
+	case strings.Contains(msg, "sasl") && err != nil && !lostConnection(err):
 		// A SASL set-up that failed other than by a connection's loss (franz-go leaves
-		// those out of this log) is a broker that could not authenticate the user.
+		// most of those out of this log) is a broker that could not authenticate the user.
 		l.w.note(l.user, msg, err)
 	}
+}
+
+// lostConnection reports whether err is a fault's doing: a connection closed, reset or
+// timed out (a killed or paused broker), or the client's own end.
+func lostConnection(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed)
 }
 
 // watchHook sees every produced record's outcome.

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -111,6 +114,24 @@ func TestSecuredClusterWatchesRefusals(t *testing.T) {
 	})
 	_, first = sec.watch.result()
 	t.Logf("refusals seen: %q", first)
+}
+
+// TestWatchLoggerTakesOnlyRefusals: franz-go's error log counts when a SASL set-up was
+// refused, not when a fault cut the connection under it.
+func TestWatchLoggerTakesOnlyRefusals(t *testing.T) {
+	var w authWatch
+	l := watchLogger{w: &w, user: "u"}
+	l.Log(kgo.LogLevelError, "unable to initialize sasl", "broker", "1", "err", &net.OpError{Op: "read", Err: errors.New("use of closed network connection")})
+	l.Log(kgo.LogLevelError, "unable to initialize sasl", "broker", "1", "err", io.EOF)
+	l.Log(kgo.LogLevelError, "unable to request api versions", "broker", "1", "err", errors.New("something"))
+	if n, first := w.result(); n != 0 {
+		t.Fatalf("a fault's errors counted: %v", first)
+	}
+	l.Log(kgo.LogLevelError, "unable to initialize sasl", "broker", "1", "err", fmt.Errorf("invalid username or password: %w", kerr.SaslAuthenticationFailed))
+	l.Log(kgo.LogLevelError, "unable to initialize sasl", "broker", "1", "err", errors.New("unexpected server-final message"))
+	if n, first := w.result(); n != 2 {
+		t.Fatalf("counted %d refused SASL set-ups, want 2: %v", n, first)
+	}
 }
 
 // waitFor polls cond until it holds, failing the test after timeout.
