@@ -16,10 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cairn-io/cairn/test/chaos/faults"
+	"github.com/cairn-io/cairn/test/chaos/history"
 )
 
 // TestSecuredClusterWatchesRefusals runs the --security sasl_ssl set-up on a real
-// one-broker cluster: the writer produces and the reader reads back with no refusal,
+// one-broker cluster: the writer produces and the reader reads back with no refusal, also
+// after a kill -9 and restart,
 // while a reader that produces (no WRITE ACL) and a client with a wrong password are
 // refused by the broker, and the watch that fails a session counts both. The admin API
 // wants credentials, and takes the admin user's.
@@ -87,6 +89,22 @@ func TestSecuredClusterWatchesRefusals(t *testing.T) {
 	}
 	if n, first := sec.watch.result(); n != 0 || len(final) != 1 {
 		t.Fatalf("the allowed users saw %d refusals (%v); read back %v", n, first, final)
+	}
+	// A restart keeps the listener, its certificate, the users and the ACLs.
+	if err := cl.Kill9(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := produce(writerUser); err != nil {
+		t.Fatalf("the writer's produce after a restart: %v", err)
+	}
+	if final, err = finalRead(ctx, cl, sec, 1); err != nil || len(final[history.TP{Topic: topic, Partition: 0}].Records) != 2 {
+		t.Fatalf("the reader's read back after a restart: %v, %v", final, err)
+	}
+	if n, first := sec.watch.result(); n != 0 {
+		t.Fatalf("the allowed users saw %d refusals after a restart: %v", n, first)
 	}
 
 	// The reader may not write, so its idempotent producer cannot even init (KIP-679).
