@@ -5,6 +5,7 @@
 //	go run ./test/chaos --duration 60s --faults rack --racks r1,r2,r3 --min-insync-racks 2 --link-delay 0.2ms,2ms
 //	go run ./test/chaos --duration 3m --brokers 5 --faults kill,pause,partition,move
 //	go run ./test/chaos --duration 5m --brokers 5 --min-insync-racks 3 --faults recover,kill,partition
+//	go run ./test/chaos --duration 5m --rate 300 --brokers 5 --security sasl_ssl --faults kill,pause,partition,power,move
 //
 // It starts --brokers cairn processes behind link proxies (test/chaos/faults), runs
 // idempotent franz-go producers and a consumer that record every operation
@@ -29,6 +30,11 @@
 // and only where no acknowledged write can be lost: strict mode, every broker in a rack of
 // its own, min.insync.racks 3 = RF, five brokers or more; the session refuses anything else.
 // A summary line counts the recoveries, their may_lose and the failures.
+//
+// With --security sasl_ssl (security.go) the cluster has SASL_SSL listeners, inter-broker
+// mutual TLS, SCRAM users, ACLs, authorization and an admin API behind basic auth, and
+// every client of the session connects as a user of its own; any authentication or
+// authorization error a client sees fails the session, whatever the checker finds.
 //
 // Modes:
 //   - strict: acks=-1 on a strict topic; any mix of the chosen faults on any number of
@@ -84,6 +90,10 @@ type config struct {
 	rackReads bool
 	// moveTimeout bounds the window of each move fault (move.go).
 	moveTimeout time.Duration
+	// securityMode is --security: "" (none) or sasl_ssl; sec holds its material once the
+	// session has made it (nil without --security: every client is plaintext).
+	securityMode string
+	sec          *security
 }
 
 // faultKinds are the faults --faults may name, in the order the schedule draws from.
@@ -114,6 +124,7 @@ func main() {
 	flag.IntVar(&cfg.minInsyncRacks, "min-insync-racks", 0, "min.insync.racks of the topic (0: not set, the cluster default applies)")
 	flag.StringVar(&linkDelay, "link-delay", "", "delay of each inter-broker link inside a rack and across racks, as in,cross (e.g. 0.2ms,2ms; default none)")
 	flag.BoolVar(&cfg.rackReads, "rack-reads", false, "switch on follower fetching (replica.selector.class=RackAwareReplicaSelector) and add a consumer in each rack that reads from its rack's replica")
+	flag.StringVar(&cfg.securityMode, "security", "", "sasl_ssl: brokers serve SASL_SSL (SCRAM-SHA-512) with the inter-broker transport under mutual TLS and authorization on, and every client of the session connects as a SCRAM user allowed by ACLs; any authentication or authorization error a client sees fails the session (default: none, plaintext)")
 	flag.DurationVar(&cfg.moveTimeout, "move-timeout", 90*time.Second, "how long a move fault's window may stay open before the move counts as timed out")
 	flag.Parse()
 	var err error
@@ -159,6 +170,13 @@ func main() {
 	if cfg.rate < 0 {
 		fail(errors.New("--rate must not be negative"))
 	}
+	switch cfg.securityMode {
+	case "", "none":
+		cfg.securityMode = ""
+	case "sasl_ssl":
+	default:
+		fail(fmt.Errorf("unknown --security %q (want sasl_ssl, or none)", cfg.securityMode))
+	}
 	if err := recoverConfigError(cfg); err != nil {
 		fail(err)
 	}
@@ -173,17 +191,27 @@ func main() {
 	}
 	fmt.Printf("chaos: seed %d, mode %s, faults %s, %d brokers, duration %v, rate %d/s per producer (0: unthrottled), output %s\n",
 		cfg.seed, cfg.mode, faultList, cfg.brokers, cfg.duration, cfg.rate, cfg.out)
+	if cfg.securityMode != "" {
+		fmt.Printf("chaos: security %s: clients on SASL_SSL with SCRAM-SHA-512 as users %s, %s and %s; inter-broker mutual TLS; authorization on\n",
+			cfg.securityMode, adminUser, writerUser, readerUser)
+	}
 	if cfg.racks != nil || cfg.minInsyncRacks > 0 || linkDelay != "" {
 		fmt.Printf("chaos: racks %v, min.insync.racks %d (0: not set), link delay %v in a rack, %v across, rack reads %v\n",
 			cfg.racks, cfg.minInsyncRacks, cfg.linkIn, cfg.linkCross, cfg.rackReads)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := run(ctx, cfg)
+	res, authErrs, err := run(ctx, cfg)
 	if res != nil {
 		fmt.Println("chaos:", res.Summary.String())
 		for _, v := range res.Violations() {
 			fmt.Println("  violation:", v)
+		}
+	}
+	if authErrs != nil {
+		fmt.Printf("chaos: security: %d authentication or authorization errors seen by clients\n", authErrs.count)
+		for _, e := range authErrs.first {
+			fmt.Println("  auth error:", e)
 		}
 	}
 	switch {
@@ -192,6 +220,9 @@ func main() {
 		os.Exit(2)
 	case !res.Valid():
 		fmt.Fprintf(os.Stderr, "chaos: the history violates the %s contract (seed %d; history and logs kept in %s)\n", cfg.mode, cfg.seed, cfg.out)
+		os.Exit(1)
+	case authErrs != nil && authErrs.count > 0:
+		fmt.Fprintf(os.Stderr, "chaos: clients saw %d authentication or authorization errors, which no fault may cause (seed %d; history and logs kept in %s)\n", authErrs.count, cfg.seed, cfg.out)
 		os.Exit(1)
 	}
 	if !keep {
@@ -215,8 +246,32 @@ func fail(err error) {
 	os.Exit(2)
 }
 
-// run is one session: start, load, faults, heal, final read, check.
-func run(ctx context.Context, cfg config) (*history.Result, error) {
+// authReport is what a secured session's clients saw of authentication and authorization
+// errors (authWatch).
+type authReport struct {
+	count int
+	first []string
+}
+
+// run is one session: start, load, faults, heal, final read, check. With --security it
+// also reports the authentication and authorization errors the clients saw.
+func run(ctx context.Context, cfg config) (*history.Result, *authReport, error) {
+	if cfg.securityMode != "" {
+		var err error
+		if cfg.sec, err = newSecurity(tlsDir(cfg.out)); err != nil {
+			return nil, nil, fmt.Errorf("making the certificates: %w", err)
+		}
+	}
+	res, err := runSession(ctx, cfg)
+	if cfg.sec == nil {
+		return res, nil, err
+	}
+	n, first := cfg.sec.watch.result()
+	return res, &authReport{count: n, first: first}, err
+}
+
+// runSession is run's session itself.
+func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 	// A rack fault may be a power cut of the rack, so it needs the power-loss flag too.
 	power := cfg.faults["power"] || cfg.faults["rack"]
 	opts := faults.Options{N: cfg.brokers, Binary: cfg.binary, LogDir: filepath.Join(cfg.out, "logs"),
@@ -228,14 +283,22 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		}
 		opts.LinkDelay = faults.RackDelays(racks, cfg.linkIn, cfg.linkCross)
 	}
+	if cfg.sec != nil {
+		cfg.sec.apply(&opts)
+	}
 	cl, err := faults.Start(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
 	defer cl.Close()
+	if cfg.sec != nil {
+		if err := cfg.sec.createUsers(ctx, cl); err != nil {
+			return nil, err
+		}
+	}
 
 	rf := int16(min(3, cfg.brokers))
-	adm, err := cl.Client()
+	adm, err := cfg.sec.client(cl, adminUser)
 	if err != nil {
 		return nil, err
 	}
@@ -260,6 +323,11 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		}
 	}
 	adm.Close()
+	if cfg.sec != nil {
+		if err := cfg.sec.authorize(ctx, cl); err != nil {
+			return nil, err
+		}
+	}
 
 	rec, err := history.CreateFile(filepath.Join(cfg.out, "history.jsonl"))
 	if err != nil {
@@ -287,7 +355,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			produceLoop(loadCtx, cl, rec, cfg.mode, fmt.Sprintf("p%d", i), cfg.rate)
+			produceLoop(loadCtx, cl, cfg.sec, rec, cfg.mode, fmt.Sprintf("p%d", i), cfg.rate)
 		}()
 	}
 	consumers := map[string][]kgo.Opt{"c0": nil}
@@ -300,7 +368,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			consumeLoop(loadCtx, cl, rec, process, cfg.partitions, opts...)
+			consumeLoop(loadCtx, cl, cfg.sec, rec, process, cfg.partitions, opts...)
 		}()
 	}
 
@@ -360,7 +428,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 	if schedErr != nil {
 		return nil, schedErr
 	}
-	final, err := finalRead(ctx, cl, cfg.partitions)
+	final, err := finalRead(ctx, cl, cfg.sec, cfg.partitions)
 	if err != nil {
 		return nil, fmt.Errorf("final read: %w", err)
 	}
@@ -378,7 +446,7 @@ func run(ctx context.Context, cfg config) (*history.Result, error) {
 
 // produceLoop sends unique values from one goroutine (so the invocation order is the send
 // order the checker expects) until ctx ends, then waits for every outcome.
-func produceLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, mode history.Mode, process string, rate int) {
+func produceLoop(ctx context.Context, cl *faults.Cluster, sec *security, rec *history.Recorder, mode history.Mode, process string, rate int) {
 	opts := []kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(45 * time.Second),
 		kgo.MaxBufferedRecords(64), kgo.ProducerLinger(2 * time.Millisecond)}
 	if mode == history.Acks1 {
@@ -386,7 +454,7 @@ func produceLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder,
 	} else {
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	}
-	c, err := cl.Client(opts...)
+	c, err := sec.client(cl, writerUser, opts...)
 	if err != nil {
 		return
 	}
@@ -411,13 +479,13 @@ func produceLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder,
 }
 
 // consumeLoop reads every partition from the start and records each poll as process.
-func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, process string, partitions int, extra ...kgo.Opt) {
+func consumeLoop(ctx context.Context, cl *faults.Cluster, sec *security, rec *history.Recorder, process string, partitions int, extra ...kgo.Opt) {
 	from := map[int32]kgo.Offset{}
 	for p := range partitions {
 		from[int32(p)] = kgo.NewOffset().AtStart()
 	}
 	opts := append([]kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}), kgo.FetchMaxWait(500 * time.Millisecond)}, extra...)
-	c, err := cl.Client(opts...)
+	c, err := sec.client(cl, readerUser, opts...)
 	if err != nil {
 		return
 	}
@@ -427,6 +495,7 @@ func consumeLoop(ctx context.Context, cl *faults.Cluster, rec *history.Recorder,
 		if ctx.Err() != nil {
 			return
 		}
+		sec.checkFetches(readerUser, process, fs)
 		history.RecordFetches(rec, process, fs)
 	}
 }
@@ -564,11 +633,11 @@ func inject(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, rng 
 }
 
 // finalRead reads every partition from its log start to its end, through a healthy cluster.
-func finalRead(ctx context.Context, cl *faults.Cluster, partitions int) (history.Final, error) {
+func finalRead(ctx context.Context, cl *faults.Cluster, sec *security, partitions int) (history.Final, error) {
 	// Reading back a long session takes minutes; the cap only stops a read that hangs.
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	adm, err := cl.Client()
+	adm, err := sec.client(cl, readerUser)
 	if err != nil {
 		return nil, err
 	}
@@ -577,8 +646,10 @@ func finalRead(ctx context.Context, cl *faults.Cluster, partitions int) (history
 	var starts, ends kadm.ListedOffsets
 	for {
 		starts, err = k.ListStartOffsets(ctx, topic)
+		sec.check(readerUser, "list start offsets", errors.Join(err, starts.Error()))
 		if err == nil && starts.Error() == nil {
 			ends, err = k.ListEndOffsets(ctx, topic)
+			sec.check(readerUser, "list end offsets", errors.Join(err, ends.Error()))
 			if err == nil && ends.Error() == nil {
 				break
 			}
@@ -592,7 +663,7 @@ func finalRead(ctx context.Context, cl *faults.Cluster, partitions int) (history
 	for p := range partitions {
 		s, _ := starts.Lookup(topic, int32(p))
 		e, _ := ends.Lookup(topic, int32(p))
-		recs, err := readRange(ctx, cl, int32(p), s.Offset, e.Offset)
+		recs, err := readRange(ctx, cl, sec, int32(p), s.Offset, e.Offset)
 		if err != nil {
 			return nil, err
 		}
@@ -603,11 +674,11 @@ func finalRead(ctx context.Context, cl *faults.Cluster, partitions int) (history
 
 // readRange reads [from, to) of partition p, keeping only what the checker needs of each
 // record (a kgo.Record costs several times its value).
-func readRange(ctx context.Context, cl *faults.Cluster, p int32, from, to int64) ([]history.Record, error) {
+func readRange(ctx context.Context, cl *faults.Cluster, sec *security, p int32, from, to int64) ([]history.Record, error) {
 	if from >= to {
 		return nil, nil
 	}
-	c, err := cl.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
+	c, err := sec.client(cl, readerUser, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
 		kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return nil, err
@@ -616,6 +687,7 @@ func readRange(ctx context.Context, cl *faults.Cluster, p int32, from, to int64)
 	var out []history.Record
 	for {
 		fs := c.PollFetches(ctx)
+		sec.checkFetches(readerUser, "final read", fs)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("partition %d: read %d records up to offset %d of %d", p, len(out), lastOffset(out), to)
 		}

@@ -191,11 +191,11 @@ type mover struct {
 
 // newMover returns the mover of a session; Close stops its trackers.
 func newMover(cl *faults.Cluster, rec *history.Recorder, cfg config) (*mover, error) {
-	kc, err := cl.Client(kgo.RequestTimeoutOverhead(10 * time.Second))
+	kc, err := cfg.sec.client(cl, adminUser, kgo.RequestTimeoutOverhead(10*time.Second))
 	if err != nil {
 		return nil, err
 	}
-	m := &mover{cl: cl, kc: kc, adm: kadm.NewClient(kc), hc: &http.Client{Timeout: 20 * time.Second}, rec: rec,
+	m := &mover{cl: cl, kc: kc, adm: kadm.NewClient(kc), hc: cfg.sec.adminHTTP(20 * time.Second), rec: rec,
 		rng:        rand.New(rand.NewPCG(cfg.seed^0x6d6f7665, cfg.seed)),
 		partitions: cfg.partitions, minRacks: max(1, cfg.minInsyncRacks), minRF: 1, window: cfg.moveTimeout}
 	for id := 1; id <= cl.N(); id++ {

@@ -202,11 +202,11 @@ type recoverer struct {
 // newRecoverer returns the recoverer of a session; Close closes its client. It draws from
 // its own generator, as the mover does, so the other faults' schedule stays the seed's.
 func newRecoverer(cl *faults.Cluster, rec *history.Recorder, cfg config) (*recoverer, error) {
-	kc, err := cl.Client(kgo.RequestTimeoutOverhead(10 * time.Second))
+	kc, err := cfg.sec.client(cl, adminUser, kgo.RequestTimeoutOverhead(10*time.Second))
 	if err != nil {
 		return nil, err
 	}
-	r := &recoverer{cl: cl, kc: kc, adm: kadm.NewClient(kc), hc: &http.Client{Timeout: 20 * time.Second}, rec: rec,
+	r := &recoverer{cl: cl, kc: kc, adm: kadm.NewClient(kc), hc: cfg.sec.adminHTTP(20 * time.Second), rec: rec,
 		rng: rand.New(rand.NewPCG(cfg.seed^0x7265636f76, cfg.seed)), partitions: cfg.partitions, moveWait: cfg.moveTimeout}
 	for id := 1; id <= cl.N(); id++ {
 		r.racks = append(r.racks, cl.RackOf(id))

@@ -42,13 +42,19 @@ type PartitionStatus struct {
 
 // PartitionStatus asks the broker's admin API for its view of topic/partition.
 func (b *Broker) PartitionStatus(ctx context.Context, topic string, partition int32) (PartitionStatus, error) {
+	return b.PartitionStatusWith(ctx, http.DefaultClient, topic, partition)
+}
+
+// PartitionStatusWith is PartitionStatus through hc, whose transport may authenticate
+// the request to an admin API that wants credentials.
+func (b *Broker) PartitionStatusWith(ctx context.Context, hc *http.Client, topic string, partition int32) (PartitionStatus, error) {
 	var st PartitionStatus
 	path := fmt.Sprintf("/v1/partitions/%s/%d", topic, partition)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.AdminAddr+path, nil)
 	if err != nil {
 		return st, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return st, err
 	}

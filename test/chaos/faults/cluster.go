@@ -16,14 +16,24 @@
 // delay for node `from` (Options.LinkDelay, SetLinkDelay) delays exactly that direction.
 // Kafka and admin traffic is not proxied.
 //
+// Options.Listeners gives every broker further Kafka listeners (SASL_SSL, say) beside the
+// PLAINTEXT one the harness's readiness checks use, and Options.RPCTLS puts the
+// inter-broker transport under mutual TLS: each broker presents a certificate of that CA,
+// and each proxy ends the dialler's TLS (it must read the hello, which TLS hides) and dials
+// its broker under TLS again, with a certificate of the same CA. Restarts keep all of it.
+//
 // Every wait is bounded; Close stops every process, and on Linux the kernel kills the
 // brokers if the harness process dies first (Pdeathsig).
 package faults
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +43,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/cairn-io/cairn/internal/tlsconf/tlstest"
 	"github.com/cairn-io/cairn/test/harness"
 )
 
@@ -65,6 +76,16 @@ type Options struct {
 	// LinkDelay, when set, gives the delay of the inter-broker direction from → to (see
 	// RackDelays); it applies from the start and SetLinkDelay changes it later.
 	LinkDelay func(from, to int) time.Duration
+	// Listeners are further Kafka listeners of every broker, beside the PLAINTEXT one on
+	// KafkaAddr (see harness.Options.Listeners); TLS is their PEM material.
+	Listeners []harness.Listener
+	TLS       harness.TLSFiles
+	// RPCTLS, when set, is the CA of the inter-broker mutual TLS (rpc.tls.*): Start issues
+	// each broker, and the proxies, a certificate of it.
+	RPCTLS *tlstest.CA
+	// AdminHTTP, when set, is the client of PartitionStatus, for an admin API that wants
+	// credentials; the default is http.DefaultClient.
+	AdminHTTP *http.Client
 }
 
 // DefaultRacks are the racks of n brokers when Options.Racks is nil: a rack of its own
@@ -168,9 +189,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 	}
 
+	var ptls *proxyTLS
+	if opts.RPCTLS != nil {
+		if ptls, err = newProxyTLS(opts.RPCTLS); err != nil {
+			return nil, err
+		}
+	}
 	var seeds []string
 	for id := 1; id <= opts.N; id++ {
-		p, err := newProxy(int32(id), c.logf)
+		p, err := newProxy(int32(id), c.logf, ptls)
 		if err != nil {
 			return nil, err
 		}
@@ -197,11 +224,20 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		if opts.SimulatePowerLoss {
 			args = append(args, "--simulate-power-loss")
 		}
+		if opts.RPCTLS != nil {
+			leaf, err := opts.RPCTLS.Issue(pkix.Name{CommonName: fmt.Sprintf("broker-%d", id)})
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, "--rpc-tls-enabled", "true", "--rpc-tls-truststore-location", leaf.CAFile,
+				"--rpc-tls-certificate-location", leaf.CertFile, "--rpc-tls-key-location", leaf.KeyFile)
+		}
 		c.brokers = append(c.brokers, &Broker{AdvertisedRPCAddr: advertised, Broker: harness.New(harness.Options{
 			ID: id, Binary: bin, DataDir: dataDir,
 			LogPath:  filepath.Join(c.opts.LogDir, fmt.Sprintf("broker-%d.log", id)),
 			LogLevel: opts.LogLevel, Args: append(args, opts.Args...),
 			ReadyTimeout: opts.ReadyTimeout, StopTimeout: opts.StopTimeout, Logf: c.logf,
+			Listeners: opts.Listeners, TLS: opts.TLS,
 		})})
 	}
 
@@ -220,6 +256,32 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	c.logf("cluster of %d formed; seeds %s", opts.N, c.seeds)
 	return c, nil
+}
+
+// newProxyTLS gives the proxies one certificate of ca, as server to the diallers and as
+// client to the brokers. The brokers dial the proxies, and the proxies the brokers, by
+// 127.0.0.1, which the certificate names.
+func newProxyTLS(ca *tlstest.CA) (*proxyTLS, error) {
+	leaf, err := ca.Issue(pkix.Name{CommonName: "chaos-link-proxy"})
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.LoadX509KeyPair(leaf.CertFile, leaf.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	pem, err := os.ReadFile(leaf.CAFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("faults: no certificate in %s", leaf.CAFile)
+	}
+	return &proxyTLS{
+		server: &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12},
+		client: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
+	}, nil
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -248,6 +310,16 @@ func (c *Cluster) KafkaAddrs() []string {
 	out := make([]string, len(c.brokers))
 	for i, b := range c.brokers {
 		out[i] = b.KafkaAddr
+	}
+	return out
+}
+
+// ListenerAddrs returns every broker's address of the further Kafka listener name
+// (Options.Listeners), in id order.
+func (c *Cluster) ListenerAddrs(name string) []string {
+	out := make([]string, len(c.brokers))
+	for i, b := range c.brokers {
+		out[i] = b.ListenerAddrs[name]
 	}
 	return out
 }
@@ -519,7 +591,11 @@ func (c *Cluster) PartitionStatus(ctx context.Context, id int, topic string, par
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return b.PartitionStatus(ctx, topic, partition)
+	hc := c.opts.AdminHTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return b.PartitionStatusWith(ctx, hc, topic, partition)
 }
 
 // Close stops every broker (SIGCONT if paused, SIGTERM, then SIGKILL past StopTimeout),

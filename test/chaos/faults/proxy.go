@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -82,7 +83,27 @@ type ProxyStats struct {
 	Dropped  int64 // relayed connections closed by a Cut
 	BadHello int64 // connections whose first frame was not a hello this proxy understands
 	Delayed  int64 // chunks held back for a link delay
+	// TLSFailed counts connections closed because a TLS handshake failed, on either side
+	// of the proxy (Options.RPCTLS).
+	TLSFailed int64
 }
+
+// proxyTLS is the proxy's side of the inter-broker mutual TLS: it ends each dialler's TLS
+// as server (it must read the hello, which TLS hides) and dials the broker afresh as
+// client, both with a certificate of the cluster's CA.
+type proxyTLS struct {
+	server, client *tls.Config
+}
+
+// rawClosingConn is a TLS connection whose Close closes the socket at once: tls.Conn.Close
+// first writes a close_notify, which blocks for seconds on a paused broker that stopped
+// reading, and a cut must drop its links at once.
+type rawClosingConn struct {
+	*tls.Conn
+	raw net.Conn
+}
+
+func (c rawClosingConn) Close() error { return c.raw.Close() }
 
 // proxy sits on one broker's advertised rpc address and relays each inbound connection to
 // the broker's real rpc listener, unless the sending node (from the hello) is cut.
@@ -90,6 +111,7 @@ type proxy struct {
 	to   int32
 	ln   net.Listener
 	logf func(format string, args ...any)
+	tls  *proxyTLS // nil: plaintext rpc
 
 	mu      sync.Mutex
 	target  string
@@ -99,8 +121,8 @@ type proxy struct {
 	pending map[net.Conn]struct{} // accepted, not yet relayed or refused
 	closed  bool
 
-	wg                                          sync.WaitGroup
-	relayed, refused, dropped, badHell, delayed atomic.Int64
+	wg                                                     sync.WaitGroup
+	relayed, refused, dropped, badHell, delayed, tlsFailed atomic.Int64
 }
 
 type link struct {
@@ -116,12 +138,12 @@ func (l *link) close() {
 	})
 }
 
-func newProxy(to int32, logf func(string, ...any)) (*proxy, error) {
+func newProxy(to int32, logf func(string, ...any), tlsCfg *proxyTLS) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{to: to, ln: ln, logf: logf, blocked: map[int32]bool{}, delay: map[int32]time.Duration{}, links: map[*link]struct{}{},
+	p := &proxy{to: to, ln: ln, logf: logf, tls: tlsCfg, blocked: map[int32]bool{}, delay: map[int32]time.Duration{}, links: map[*link]struct{}{},
 		pending: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
@@ -162,14 +184,25 @@ func (p *proxy) handle(in net.Conn) {
 		in.Close()
 		return
 	}
-	p.pending[in] = struct{}{}
+	sock := in // in becomes the TLS connection over it, when the rpc has TLS
+	p.pending[sock] = struct{}{}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
-		delete(p.pending, in)
+		delete(p.pending, sock)
 		p.mu.Unlock()
 	}()
 	in.SetReadDeadline(time.Now().Add(helloTimeout))
+	if p.tls != nil {
+		sc := tls.Server(in, p.tls.server)
+		if err := sc.Handshake(); err != nil {
+			p.tlsFailed.Add(1)
+			p.logf("proxy of node %d: TLS handshake with %s failed: %v", p.to, in.RemoteAddr(), err)
+			in.Close()
+			return
+		}
+		in = rawClosingConn{Conn: sc, raw: in}
+	}
 	h, raw, err := ReadHello(in)
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
@@ -188,7 +221,7 @@ func (p *proxy) handle(in net.Conn) {
 		in.Close()
 		return
 	}
-	out, err := net.DialTimeout("tcp", target, dialTimeout)
+	out, err := p.dial(target)
 	if err != nil { // the broker is down: its peer sees a failed handshake and redials
 		in.Close()
 		return
@@ -229,6 +262,24 @@ func (p *proxy) handle(in net.Conn) {
 	})
 	l.close()
 	<-done
+}
+
+// dial connects to the broker's own rpc listener, under TLS when the cluster has it.
+func (p *proxy) dial(target string) (net.Conn, error) {
+	raw, err := net.DialTimeout("tcp", target, dialTimeout)
+	if err != nil || p.tls == nil {
+		return raw, err
+	}
+	raw.SetDeadline(time.Now().Add(dialTimeout))
+	c := tls.Client(raw, p.tls.client)
+	if err := c.Handshake(); err != nil {
+		p.tlsFailed.Add(1)
+		p.logf("proxy of node %d: TLS handshake with the broker at %s failed: %v", p.to, target, err)
+		raw.Close()
+		return nil, err
+	}
+	raw.SetDeadline(time.Time{})
+	return rawClosingConn{Conn: c, raw: raw}, nil
 }
 
 // setDelay makes every chunk from node from reach the broker d after the proxy read it,
@@ -285,7 +336,7 @@ func (p *proxy) isCut(from int32) bool {
 }
 
 func (p *proxy) stats() ProxyStats {
-	return ProxyStats{Relayed: p.relayed.Load(), Refused: p.refused.Load(), Dropped: p.dropped.Load(), BadHello: p.badHell.Load(), Delayed: p.delayed.Load()}
+	return ProxyStats{Relayed: p.relayed.Load(), Refused: p.refused.Load(), Dropped: p.dropped.Load(), BadHello: p.badHell.Load(), Delayed: p.delayed.Load(), TLSFailed: p.tlsFailed.Load()}
 }
 
 // close stops accepting, closes every relayed connection and waits for the relays to end.

@@ -39,7 +39,7 @@ func TestProxyAgainstRealTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer recv.Close()
-	p, err := newProxy(2, t.Logf)
+	p, err := newProxy(2, t.Logf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ func proxiesOnly(t *testing.T, racks []string) *Cluster {
 	t.Helper()
 	c := &Cluster{opts: Options{N: len(racks), Racks: racks}, brokers: make([]*Broker, len(racks))}
 	for id := 1; id <= len(racks); id++ {
-		p, err := newProxy(int32(id), t.Logf)
+		p, err := newProxy(int32(id), t.Logf, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

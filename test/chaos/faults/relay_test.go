@@ -35,7 +35,7 @@ func delayedLink(t *testing.T, d time.Duration) (p *proxy, sender, receiver net.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	p, err = newProxy(2, t.Logf)
+	p, err = newProxy(2, t.Logf, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
