@@ -27,7 +27,7 @@ type tlsFixture struct {
 	pool   *x509.CertPool
 }
 
-func newTLSFixture(t *testing.T) tlsFixture {
+func newTLSFixture(t testing.TB) tlsFixture {
 	t.Helper()
 	ca, err := tlstest.NewCA(t.TempDir(), "cairn-test")
 	if err != nil {
