@@ -23,14 +23,12 @@ type scramExchange struct {
 	unknown   bool // the user has no credential: a decoy stands in
 	user      string
 	principal Principal
-	legacy    scramTranscript // for librdkafka's doubled nonce (sasl_scram_librdkafka.go)
 }
 
 // newScramExchange makes an exchange of mechanism on hash h; nonce, when set, replaces
 // the random server nonce (tests with the RFCs' fixed nonces).
 func newScramExchange(mechanism string, h scram.HashGeneratorFcn, store CredentialStore, nonce scram.NonceGeneratorFcn) *scramExchange {
 	e := &scramExchange{mechanism: mechanism, store: store, keyLen: h().Size()}
-	e.legacy.hash = h
 	srv, _ := h.NewServer(e.lookup) // NewServer cannot fail
 	if nonce != nil {
 		srv = srv.WithNonceGenerator(nonce)
@@ -57,7 +55,6 @@ func (e *scramExchange) lookup(user string) (scram.StoredCredentials, error) {
 		cred = decoyCredential(e.mechanism, user)
 		cred.StoredKey, cred.ServerKey = cred.StoredKey[:e.keyLen], cred.ServerKey[:e.keyLen]
 	}
-	e.legacy.storedKey, e.legacy.serverKey = cred.StoredKey, cred.ServerKey
 	return scram.StoredCredentials{
 		KeyFactors: scram.KeyFactors{Salt: string(cred.Salt), Iters: cred.Iterations},
 		StoredKey:  cred.StoredKey,
@@ -127,7 +124,6 @@ func (e *scramExchange) clientFirst(msg string) ([]byte, error) {
 	if a := e.conv.AuthzID(); a != "" && a != e.user {
 		return nil, invalidf("authorization id %q differs from user %q: a client can only act as itself", a, e.user)
 	}
-	e.legacy.remember(fields, reply)
 	return []byte(reply), nil
 }
 
@@ -135,21 +131,13 @@ func (e *scramExchange) clientFinal(msg string) ([]byte, error) {
 	if strings.HasPrefix(msg, "n,") || strings.HasPrefix(msg, "y,") {
 		return nil, invalidf("%s client-first message sent twice", e.mechanism)
 	}
-	if e.legacy.isLibrdkafkaLegacy(msg) {
-		reply, err := e.legacy.verifyLegacy(e.mechanism, msg)
-		if err == errInvalidProof {
-			return nil, e.wrongProof()
-		}
-		if err != nil {
-			return nil, err
-		}
-		e.principal = UserPrincipal(e.user)
-		return []byte(reply), nil
-	}
 	reply, err := e.conv.Step(msg)
 	if err != nil {
 		if reply == scram.ErrInvalidProof {
-			return nil, e.wrongProof()
+			if e.unknown {
+				return nil, &AuthError{Reason: "unknown user"}
+			}
+			return nil, &AuthError{Reason: "wrong password"}
 		}
 		return nil, invalidf("%s client-final message: %v", e.mechanism, err)
 	}
@@ -158,13 +146,4 @@ func (e *scramExchange) clientFinal(msg string) ([]byte, error) {
 	}
 	e.principal = UserPrincipal(e.user)
 	return []byte(reply), nil
-}
-
-// wrongProof is the verdict on a proof that does not match: an unknown user and a wrong
-// password answer alike, and only the log tells them apart.
-func (e *scramExchange) wrongProof() error {
-	if e.unknown {
-		return &AuthError{Reason: "unknown user"}
-	}
-	return &AuthError{Reason: "wrong password"}
 }
