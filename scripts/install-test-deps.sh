@@ -4,6 +4,9 @@
 set -euo pipefail
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
+# openssl and curl: the walk-through of docs/operations.md that test/e2e runs as it stands.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 /usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need+=(python3-confluent-kafka)
 /usr/bin/python3 -c 'import kafka' >/dev/null 2>&1 || need+=(python3-kafka)
 if [ ${#need[@]} -gt 0 ]; then
