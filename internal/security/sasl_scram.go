@@ -17,6 +17,12 @@ type scramExchange struct {
 	store     CredentialStore
 	keyLen    int
 	conv      *scram.ServerConversation
+	hash      scram.HashGeneratorFcn
+
+	// What the Kafka nonce rule (sasl_scram_nonce.go) needs to check a client-final
+	// message itself: the messages so far and the credential the proof is checked against.
+	gs2Header, clientFirstBare, serverFirst, serverNonce string
+	cred                                                 scram.StoredCredentials
 
 	step      int // messages consumed
 	failed    bool
@@ -28,7 +34,7 @@ type scramExchange struct {
 // newScramExchange makes an exchange of mechanism on hash h; nonce, when set, replaces
 // the random server nonce (tests with the RFCs' fixed nonces).
 func newScramExchange(mechanism string, h scram.HashGeneratorFcn, store CredentialStore, nonce scram.NonceGeneratorFcn) *scramExchange {
-	e := &scramExchange{mechanism: mechanism, store: store, keyLen: h().Size()}
+	e := &scramExchange{mechanism: mechanism, store: store, keyLen: h().Size(), hash: h}
 	srv, _ := h.NewServer(e.lookup) // NewServer cannot fail
 	if nonce != nil {
 		srv = srv.WithNonceGenerator(nonce)
@@ -55,11 +61,12 @@ func (e *scramExchange) lookup(user string) (scram.StoredCredentials, error) {
 		cred = decoyCredential(e.mechanism, user)
 		cred.StoredKey, cred.ServerKey = cred.StoredKey[:e.keyLen], cred.ServerKey[:e.keyLen]
 	}
-	return scram.StoredCredentials{
+	e.cred = scram.StoredCredentials{
 		KeyFactors: scram.KeyFactors{Salt: string(cred.Salt), Iters: cred.Iterations},
 		StoredKey:  cred.StoredKey,
 		ServerKey:  cred.ServerKey,
-	}, nil
+	}
+	return e.cred, nil
 }
 
 func (e *scramExchange) Step(msg []byte) ([]byte, error) {
@@ -124,12 +131,16 @@ func (e *scramExchange) clientFirst(msg string) ([]byte, error) {
 	if a := e.conv.AuthzID(); a != "" && a != e.user {
 		return nil, invalidf("authorization id %q differs from user %q: a client can only act as itself", a, e.user)
 	}
+	e.remember(fields, msg, reply)
 	return []byte(reply), nil
 }
 
 func (e *scramExchange) clientFinal(msg string) ([]byte, error) {
 	if strings.HasPrefix(msg, "n,") || strings.HasPrefix(msg, "y,") {
 		return nil, invalidf("%s client-first message sent twice", e.mechanism)
+	}
+	if e.nonceHasPrefix(msg) {
+		return e.clientFinalWithPrefixedNonce(msg)
 	}
 	reply, err := e.conv.Step(msg)
 	if err != nil {
