@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/test/harness"
 )
@@ -233,6 +234,7 @@ func TestClientsOverMutualTLS(t *testing.T) {
 	base := clientSecurity{Protocol: "SSL", CA: m.ca.CertFile}
 	writer := base.withCert(issueClientCert(t, m, "Writer", "Acme"))
 	other := base.withCert(issueClientCert(t, m, "Other", "Acme"))
+	waitDenied(t, other.kgoClient(t, ssl))
 	roundTripEveryClient(t, []*Broker{b}, ssl, writer, "mtls")
 
 	const topic = "mtls-guarded"
@@ -296,8 +298,9 @@ func waitDenied(t *testing.T, cl *kgo.Client) {
 	t.Helper()
 	adm := kadm.NewClient(cl)
 	waitFor(t, 20*time.Second, func() bool {
-		tds, err := adm.ListTopics(ctxFor(t, 10*time.Second), "no-acl-names-this")
-		return err == nil && errors.Is(tds["no-acl-names-this"].Err, kerr.TopicAuthorizationFailed)
+		// kadm turns the topic's error into the request's.
+		_, err := adm.ListTopics(ctxFor(t, 10*time.Second), "no-acl-names-this")
+		return errors.Is(err, kerr.TopicAuthorizationFailed)
 	})
 }
 
@@ -381,4 +384,77 @@ func TestSASLRefusals(t *testing.T) {
 			t.Fatalf("%s holds %d records after alice's refused produces", topic, n)
 		}
 	})
+}
+
+// TestSASLProduceToFollower: on three brokers with authorization on, a produce sent
+// straight to a follower over a SASL-authenticated connection (the follower forwards it
+// to the leader) by a user without WRITE is refused TOPIC_AUTHORIZATION_FAILED and stores
+// nothing on any replica; by a user with WRITE it is stored.
+func TestSASLProduceToFollower(t *testing.T) {
+	t.Parallel()
+	m := newTLSMaterial(t)
+	bs := startSecureCluster(t, 3, saslSSLListener, m.files(""))
+	createSCRAMUser(t, bs, "writer", "SCRAM-SHA-512", "writer-pw")
+	createSCRAMUser(t, bs, "reader", "SCRAM-SHA-512", "reader-pw")
+	adm := bs[0].Admin(t)
+	const topic = "forwarded"
+	createReplicatedTopic(t, adm, topic, 1, 3)
+	enableAuthorization(t, adm)
+	createACLs(t, adm, kadm.NewACLs().Topics(topic).Allow("User:writer").Operations(kadm.OpWrite))
+	createACLs(t, adm, kadm.NewACLs().Topics(topic).Allow("User:reader").Operations(kadm.OpRead))
+
+	leader := leaderOf(t, bs, topic, 0)
+	follower := bs[(leader+1)%len(bs)]
+	seeds := listenerAddrs(bs, "SASL_SSL")
+	sec := clientSecurity{Protocol: "SASL_SSL", Mechanism: "SCRAM-SHA-512", CA: m.ca.CertFile}
+	produceVia := func(user, password, prefix string) int16 {
+		t.Helper()
+		cl := sec.withUser(user, password).kgoClient(t, seeds)
+		waitDenied(t, cl)
+		resp, err := cl.Broker(follower.ID).Request(ctxFor(t, 30*time.Second), produceRequest(9, -1, topic, 0, simpleBatch(prefix, 3)))
+		if err != nil {
+			t.Fatalf("produce as %s to follower %d: %v", user, follower.ID, err)
+		}
+		ps := resp.(*kmsg.ProduceResponse).Topics
+		if len(ps) != 1 || len(ps[0].Partitions) != 1 {
+			t.Fatalf("produce as %s: answer %+v", user, ps)
+		}
+		return ps[0].Partitions[0].ErrorCode
+	}
+
+	if code := produceVia("reader", "reader-pw", "denied"); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("produce to follower %d as reader (no WRITE): error %v, want TOPIC_AUTHORIZATION_FAILED", follower.ID, kerr.ErrorForCode(code))
+	}
+	if ends := logEnds(bs, topic); !slices.Equal(ends, []int64{0, 0, 0}) {
+		t.Fatalf("after the refused produce the replicas end at %v, want nothing stored", ends)
+	}
+	if code := produceVia("writer", "writer-pw", "allowed"); code != 0 {
+		t.Fatalf("produce to follower %d as writer: %v", follower.ID, kerr.ErrorForCode(code))
+	}
+	// Every replica holds the writer's three records, and only them.
+	waitFor(t, 20*time.Second, func() bool { return slices.Equal(logEnds(bs, topic), []int64{3, 3, 3}) })
+	got := consumeAll(t, bs[leader], topic, 1, 3)
+	var values []string
+	for _, r := range got {
+		values = append(values, string(r.Value))
+	}
+	if want := []string{"allowed-0", "allowed-1", "allowed-2"}; !slices.Equal(values, want) {
+		t.Fatalf("%s holds %q, want %q", topic, values, want)
+	}
+	if n := sumEnds(t, adm, topic); n != 3 {
+		t.Fatalf("%s ends at %d, want 3", topic, n)
+	}
+}
+
+// logEnds is each broker's log end offset of partition 0 of topic, as its admin API
+// reports it (-1: no answer).
+func logEnds(bs []*Broker, topic string) []int64 {
+	out := make([]int64, len(bs))
+	for i, b := range bs {
+		out[i] = -1
+		if st, ok := adminPartition(b, topic, 0); ok {
+			out[i] = st.LogEnd
+		}
+	}
+	return out
 }
