@@ -277,6 +277,20 @@ func dialErr(t *testing.T, sec clientSecurity, seeds []string) error {
 	return err
 }
 
+// saramaDialErr is the error a sarama Broker of sec gets for its first request to addr
+// (nil once served). A Broker, not a Client: the Client drops the broker's error for
+// every refusal but a failed authentication and reports only that it ran out of brokers.
+func saramaDialErr(t *testing.T, sec clientSecurity, addr string) error {
+	t.Helper()
+	b := sarama.NewBroker(addr)
+	if err := b.Open(sec.saramaConfigFor(t)); err != nil {
+		return err
+	}
+	defer b.Close()
+	_, err := b.GetMetadata(&sarama.MetadataRequest{Version: 1})
+	return err
+}
+
 // pyProbe runs secure_client.py's probe (one produce) and returns the errors the client
 // reported, joined.
 func pyProbe(t *testing.T, lib string, sec clientSecurity, addr, topic string) string {
@@ -304,13 +318,14 @@ func waitDenied(t *testing.T, cl *kgo.Client) {
 	})
 }
 
-// TestSASLRefusals: what franz-go, kcat and confluent-kafka-python each report for a
-// wrong password (SASL_AUTHENTICATION_FAILED, counted in
-// cairn_kafka_authentication_failures_total), for a mechanism the listener does not
-// enable (UNSUPPORTED_SASL_MECHANISM, naming the enabled ones), and for a produce by an
-// authenticated user without WRITE (TOPIC_AUTHORIZATION_FAILED, nothing stored).
-// kafka-python is left out: it sends SCRAM tokens without SaslAuthenticate, where a
-// broker (Kafka too) can only close the connection, and it reports no broker available.
+// TestSASLRefusals: what franz-go, sarama, kcat and confluent-kafka-python each report for
+// a wrong password (SASL_AUTHENTICATION_FAILED, counted in
+// cairn_kafka_authentication_failures_total) and for a mechanism the listener does not
+// enable (UNSUPPORTED_SASL_MECHANISM, naming the enabled ones), and what franz-go, kcat
+// and confluent-kafka-python report for a produce by an authenticated user without WRITE
+// (TOPIC_AUTHORIZATION_FAILED, nothing stored). kafka-python sends SCRAM tokens without
+// SaslAuthenticate, where a broker (Kafka too) can only close the connection on a wrong
+// password: it reports no broker available, as the docs say.
 func TestSASLRefusals(t *testing.T) {
 	t.Parallel()
 	kcat := requireKcat(t)
@@ -336,8 +351,14 @@ func TestSASLRefusals(t *testing.T) {
 		if got := pyProbe(t, "confluent", bad, addr, "t"); !strings.Contains(got, "_AUTHENTICATION: ") || !strings.Contains(got, "invalid username or password") {
 			t.Fatalf("confluent-kafka with a wrong password reported:\n%s\nwant _AUTHENTICATION ... invalid username or password", got)
 		}
-		// One failure at least for each client (librdkafka retries, so maybe more).
-		waitFor(t, 10*time.Second, func() bool { return authFailures(t, b) >= before+3 })
+		if err := saramaDialErr(t, bad, addr); !errors.Is(err, sarama.ErrSASLAuthenticationFailed) {
+			t.Fatalf("sarama with a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
+		}
+		if got := pyProbe(t, "kafka-python", bad, addr, "t"); !strings.Contains(got, "NoBrokersAvailable") {
+			t.Fatalf("kafka-python with a wrong password reported:\n%s\nwant NoBrokersAvailable", got)
+		}
+		// One failure at least for each client (some retry, so maybe more).
+		waitFor(t, 10*time.Second, func() bool { return authFailures(t, b) >= before+5 })
 		if err := dialErr(t, sec, []string{addr}); err != nil {
 			t.Fatalf("franz-go with the right password after the failures: %v", err)
 		}
@@ -354,6 +375,9 @@ func TestSASLRefusals(t *testing.T) {
 		}
 		if got := pyProbe(t, "confluent", sec, plainAddr, "t"); !strings.Contains(got, want) {
 			t.Fatalf("confluent-kafka asking SCRAM-SHA-512 where only PLAIN is enabled reported:\n%s\nwant %q", got, want)
+		}
+		if err := saramaDialErr(t, sec, plainAddr); !errors.Is(err, sarama.ErrUnsupportedSASLMechanism) {
+			t.Fatalf("sarama asking SCRAM-SHA-512 where only PLAIN is enabled: %v, want UNSUPPORTED_SASL_MECHANISM", err)
 		}
 		// The same user over PLAIN, checked against its SCRAM credential, is let in.
 		if err := dialErr(t, sec.withMechanism("PLAIN"), []string{plainAddr}); err != nil {
