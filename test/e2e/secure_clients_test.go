@@ -240,8 +240,8 @@ func waitUserEverywhere(t *testing.T, bs []*Broker, user string) {
 	}
 }
 
-// records is a client's view of what it wrote or read, sorted by partition and offset
-// (offset -1 where the client does not report one) for comparison.
+// sortedRecords orders what a client wrote or read by partition, offset, key and value,
+// so that two views of one topic compare equal whatever order they arrived in.
 func sortedRecords(rs []ackedRecord) []ackedRecord {
 	out := slices.Clone(rs)
 	slices.SortFunc(out, func(a, b ackedRecord) int {
