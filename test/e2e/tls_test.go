@@ -393,6 +393,8 @@ func TestListenerStartRefusals(t *testing.T) {
 		{"with-kafka-addr", []string{"--listeners", "PLAINTEXT://" + freeAddr(t), "--kafka-addr", freeAddr(t)}, "listeners and kafka.addr are both set"},
 		{"same-port", []string{"--listeners", "PLAINTEXT://127.0.0.1:19092,SSL://127.0.0.1:19092",
 			"--ssl-certificate-location", m.certFile, "--ssl-key-location", m.keyFile}, "both use port 19092"},
+		{"sasl-gssapi", []string{"--listeners", "SASL_SSL://" + freeAddr(t), "--ssl-certificate-location", m.certFile, "--ssl-key-location", m.keyFile,
+			"--sasl-enabled-mechanisms", "GSSAPI"}, "GSSAPI is not served"},
 		{"java-keystore", []string{"--kafka-addr", freeAddr(t), "--ssl-keystore-location", "/etc/kafka/broker.jks"}, "PEM files"},
 		{"unreadable-certificate", []string{"--listeners", "SSL://" + freeAddr(t), "--ssl-certificate-location", "/nonexistent.pem", "--ssl-key-location", m.keyFile}, "/nonexistent.pem"},
 	} {
