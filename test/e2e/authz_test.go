@@ -1,0 +1,388 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/security"
+)
+
+// ACL enforcement on real processes. SASL is not served yet, so every Kafka client here is
+// User:ANONYMOUS on a PLAINTEXT listener; the tests change ACLs through the admin API, the
+// operator's interface that Kafka's authorization does not govern, so that they can grant
+// and revoke while their Kafka clients are refused.
+
+const (
+	anonymous = "User:ANONYMOUS"
+	// authzProbeTopic carries a DENY DESCRIBE for User:ANONYMOUS in every test, so that a
+	// named Metadata request for it tells whether a broker enforces ACLs yet: refused
+	// when it does, UNKNOWN_TOPIC_OR_PARTITION when it does not (the topic never exists).
+	authzProbeTopic = "authz-probe"
+)
+
+// anonACL is an ACL for User:ANONYMOUS from any host.
+func anonACL(rt kmsg.ACLResourceType, name string, pt kmsg.ACLResourcePatternType, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) security.ACL {
+	return security.ACL{ResourceType: rt, ResourceName: name, PatternType: pt, Principal: anonymous, Host: "*", Operation: op, Permission: perm}
+}
+
+// allowTopic is ALLOW op on the literal topic name for User:ANONYMOUS.
+func allowTopic(name string, op kmsg.ACLOperation) security.ACL {
+	return anonACL(kmsg.ACLResourceTypeTopic, name, kmsg.ACLResourcePatternTypeLiteral, op, kmsg.ACLPermissionTypeAllow)
+}
+
+// allowGroup is ALLOW op on the literal group name for User:ANONYMOUS.
+func allowGroup(name string, op kmsg.ACLOperation) security.ACL {
+	return anonACL(kmsg.ACLResourceTypeGroup, name, kmsg.ACLResourcePatternTypeLiteral, op, kmsg.ACLPermissionTypeAllow)
+}
+
+// allowClusterAlterConfigs lets User:ANONYMOUS change cluster properties, so that a test
+// can turn authorization off again; it grants DESCRIBE_CONFIGS besides, nothing else.
+func allowClusterAlterConfigs() security.ACL {
+	return anonACL(kmsg.ACLResourceTypeCluster, "kafka-cluster", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAlterConfigs, kmsg.ACLPermissionTypeAllow)
+}
+
+func denyProbe() security.ACL {
+	return anonACL(kmsg.ACLResourceTypeTopic, authzProbeTopic, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeDeny)
+}
+
+// postACLs creates acls through b's admin API and waits until every broker of bs serves
+// all of them from its own copy of the controller's state, so that the next request to
+// any broker is decided with them.
+func postACLs(t *testing.T, bs []*Broker, via *Broker, acls ...security.ACL) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"acls": acls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+via.AdminAddr+"/v1/security/acls", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST /v1/security/acls: %v", err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /v1/security/acls %s: HTTP %d: %s", body, resp.StatusCode, got)
+	}
+	for _, b := range bs {
+		for _, a := range acls {
+			waitFor(t, 20*time.Second, func() bool { return servesACL(t, b, a) })
+		}
+	}
+}
+
+// servesACL reports whether b's admin API lists a (its own view of the ACLs).
+func servesACL(t *testing.T, b *Broker, a security.ACL) bool {
+	t.Helper()
+	code, body := adminCall(t, b, http.MethodGet, "/v1/security/acls")
+	if code != http.StatusOK {
+		t.Fatalf("GET /v1/security/acls: HTTP %d: %s", code, body)
+	}
+	var have []security.ACL
+	if err := json.Unmarshal(body, &have); err != nil {
+		t.Fatalf("GET /v1/security/acls: %v: %s", err, body)
+	}
+	return slices.Contains(have, a)
+}
+
+// enableAuthz turns authorization on through bs[0], with only User:admin (whom no client
+// here is) as super user, and waits until every broker enforces it. allowIfNone sets
+// allow.everyone.if.no.acl.found. The probe's DENY ACL must be in place (postACLs).
+func enableAuthz(t *testing.T, bs []*Broker, allowIfNone bool) {
+	t.Helper()
+	setCluster(t, bs[0].Admin(t), "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users", "User:admin", "allow.everyone.if.no.acl.found", fmt.Sprint(allowIfNone))
+	for _, b := range bs {
+		waitFor(t, 20*time.Second, func() bool { return probeCode(t, b) == kerr.TopicAuthorizationFailed.Code })
+	}
+}
+
+// disableAuthz turns authorization off (User:ANONYMOUS needs ALTER_CONFIGS on the
+// cluster for it) and waits until no broker enforces it.
+func disableAuthz(t *testing.T, bs []*Broker) {
+	t.Helper()
+	setCluster(t, bs[0].Admin(t), "authorizer.class.name", "")
+	for _, b := range bs {
+		waitFor(t, 20*time.Second, func() bool { return probeCode(t, b) == kerr.UnknownTopicOrPartition.Code })
+	}
+}
+
+// probeCode is b's answer to a named Metadata request for the probe topic.
+func probeCode(t *testing.T, b *Broker) int16 {
+	t.Helper()
+	return metadataCodes(t, b, authzProbeTopic)[authzProbeTopic]
+}
+
+// metadataCodes sends b a Metadata request naming topics, without auto-creation, and
+// returns each topic's error code. (kadm's Metadata turns a topic's authorization error
+// into an error for the whole request.)
+func metadataCodes(t *testing.T, b *Broker, topics ...string) map[string]int16 {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 9
+	req.AllowAutoTopicCreation = false
+	for _, topic := range topics {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, mt)
+	}
+	rc := dialRaw(t, b.KafkaAddr)
+	defer rc.c.Close() // probes run in waitFor loops: do not hold a connection each until the test ends
+	resp, err := rc.roundTrip(req)
+	if err != nil {
+		t.Fatalf("Metadata for %q: %v", topics, err)
+	}
+	out := map[string]int16{}
+	for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
+		if mt.Topic != nil {
+			out[*mt.Topic] = mt.ErrorCode
+		}
+	}
+	if len(out) != len(topics) {
+		t.Fatalf("Metadata for %q answered %v", topics, out)
+	}
+	return out
+}
+
+// produceErr produces one record to topic with cl and returns the produce's error.
+func produceErr(t *testing.T, cl *kgo.Client, topic, value string) error {
+	t.Helper()
+	return cl.ProduceSync(ctxFor(t, 30*time.Second), &kgo.Record{Topic: topic, Value: []byte(value)}).FirstErr()
+}
+
+// fetchErr consumes topic's partition 0 from the start, without a group, until a record or
+// an error arrives, and returns the error (nil: a record was read).
+func fetchErr(t *testing.T, b *Broker, topic string) error {
+	t.Helper()
+	c := b.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}), kgo.FetchMaxWait(200*time.Millisecond))
+	defer c.Close()
+	return pollUntilRecordOrErr(t, c, topic)
+}
+
+// groupConsumeErr consumes topic in group until a record or an error arrives.
+func groupConsumeErr(t *testing.T, b *Broker, group, topic string) error {
+	t.Helper()
+	c := b.Client(t, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	defer c.Close()
+	return pollUntilRecordOrErr(t, c, topic)
+}
+
+func pollUntilRecordOrErr(t *testing.T, c *kgo.Client, topic string) error {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	for {
+		fs := c.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consuming %s: neither a record nor an error within 30s", topic)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return errs[0].Err
+		}
+		if fs.NumRecords() > 0 {
+			return nil
+		}
+	}
+}
+
+// listedTopics is the sorted names kadm ListTopics returns through b.
+func listedTopics(t *testing.T, b *Broker) []string {
+	t.Helper()
+	tds, err := b.Admin(t).ListTopics(ctxFor(t, 15*time.Second))
+	if err != nil {
+		t.Fatalf("ListTopics through %s: %v", b.KafkaAddr, err)
+	}
+	names := tds.Names()
+	sort.Strings(names)
+	return names
+}
+
+func expectErr(t *testing.T, what string, got, want error) {
+	t.Helper()
+	if !errors.Is(got, want) {
+		t.Errorf("%s: %v, want %v", what, got, want)
+	}
+}
+
+// TestAuthzForwardedProduce: on three brokers, a raw acks=-1 Produce sent to a follower
+// of the partition, which forwards it to the leader, is refused with
+// TOPIC_AUTHORIZATION_FAILED while User:ANONYMOUS may only DESCRIBE the topic, and no
+// replica stores anything; once a WRITE ACL reaches every broker, the same forwarded
+// produce is acknowledged, every replica holds it, and a reader finds only its records.
+func TestAuthzForwardedProduce(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	adm := bs[0].Admin(t)
+	const topic = "fwd"
+	createReplicatedTopic(t, adm, topic, 1, 3)
+	waitFor(t, 30*time.Second, func() bool { return allInSync(bs, topic, 1, 3) })
+	produceSync(t, clusterClient(t, bs, kgo.RequiredAcks(kgo.AllISRAcks())), topic, "before", 3)
+	leader := leaderOf(t, bs, topic, 0)
+	follower := bs[(leader+1)%3]
+
+	postACLs(t, bs, bs[1], denyProbe(), allowTopic(topic, kmsg.ACLOperationDescribe))
+	enableAuthz(t, bs, false)
+	before := endOffsets(t, adm, topic)[0] // DESCRIBE is enough for ListOffsets
+	if before != 3 {
+		t.Fatalf("end offset %d before the denied produce, want 3", before)
+	}
+
+	p := rawProduce(t, follower, -1, topic, 0, simpleBatch("denied", 5))
+	expectProduceError(t, p, kerr.TopicAuthorizationFailed.Code, "forwarded produce without WRITE")
+	if got := endOffsets(t, adm, topic)[0]; got != before {
+		t.Errorf("end offset %d after the denied produce, want %d", got, before)
+	}
+	for i, b := range bs {
+		if st := b.Partition(t, topic, 0); st.LogEnd != before {
+			t.Errorf("broker %d: log end %d after the denied produce, want %d", i+1, st.LogEnd, before)
+		}
+	}
+
+	postACLs(t, bs, bs[2], allowTopic(topic, kmsg.ACLOperationWrite), allowTopic(topic, kmsg.ACLOperationRead))
+	p = rawProduce(t, follower, -1, topic, 0, simpleBatch("allowed", 5))
+	expectProduceError(t, p, 0, "forwarded produce with WRITE")
+	if p.ErrorCode == 0 && p.BaseOffset != before {
+		t.Errorf("forwarded produce appended at %d, want %d", p.BaseOffset, before)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		for _, b := range bs {
+			if st, ok := adminPartition(b, topic, 0); !ok || st.LogEnd != before+5 {
+				return false
+			}
+		}
+		return true
+	})
+	var values []string
+	for _, r := range consumeAll(t, bs[leader], topic, 1, 8) {
+		values = append(values, string(r.Value))
+	}
+	want := []string{"before-0", "before-1", "before-2", "allowed-0", "allowed-1", "allowed-2", "allowed-3", "allowed-4"}
+	if !slices.Equal(values, want) {
+		t.Errorf("the partition holds %q, want %q", values, want)
+	}
+}
+
+// TestAuthzRules: Kafka's ACL rules on three brokers, each asked in turn.
+//   - A prefixed WRITE on "orders-" lets a producer write orders-eu, not payments.
+//   - READ alone on a topic lets Metadata name it (READ implies DESCRIBE), and kadm
+//     ListTopics through every broker lists exactly the topics User:ANONYMOUS may describe.
+//   - A consumer group without READ on the group is refused GROUP_AUTHORIZATION_FAILED,
+//     and consumes once READ on the group is granted.
+//   - ALLOW ALL on "*" with a DENY READ on one topic: consuming that topic is refused
+//     TOPIC_AUTHORIZATION_FAILED (still listed: a DENY READ leaves DESCRIBE), others read.
+//   - With authorization turned off again, everything refused before works.
+func TestAuthzRules(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	adm := bs[0].Admin(t)
+	for _, topic := range []string{"orders-eu", "payments", "audit", "secret"} {
+		createReplicatedTopic(t, adm, topic, 1, 3)
+	}
+	seed := clusterClient(t, bs)
+	for _, topic := range []string{"payments", "audit", "secret"} {
+		produceSync(t, seed, topic, "seed", 2)
+	}
+
+	postACLs(t, bs, bs[0], denyProbe(), allowClusterAlterConfigs(),
+		anonACL(kmsg.ACLResourceTypeTopic, "orders-", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow),
+		allowTopic("audit", kmsg.ACLOperationRead))
+	enableAuthz(t, bs, false)
+
+	prod := clusterClient(t, bs, kgo.DisableIdempotentWrite(), kgo.RecordRetries(3))
+	if err := produceErr(t, prod, "orders-eu", "o1"); err != nil {
+		t.Errorf("producing to orders-eu with WRITE on prefix orders-: %v", err)
+	}
+	expectErr(t, "producing to payments with WRITE only on prefix orders-", produceErr(t, prod, "payments", "p1"), kerr.TopicAuthorizationFailed)
+
+	for i, b := range bs {
+		codes := metadataCodes(t, b, "audit", "payments", "no-such-topic")
+		if codes["audit"] != 0 {
+			t.Errorf("broker %d: Metadata for audit with READ on it: %s, want it described", i+1, kerrName(codes["audit"]))
+		}
+		for _, topic := range []string{"payments", "no-such-topic"} {
+			if codes[topic] != kerr.TopicAuthorizationFailed.Code {
+				t.Errorf("broker %d: Metadata for %s without any ACL on it: %s, want TOPIC_AUTHORIZATION_FAILED", i+1, topic, kerrName(codes[topic]))
+			}
+		}
+	}
+	for i, b := range bs {
+		if got, want := listedTopics(t, b), []string{"audit", "orders-eu"}; !slices.Equal(got, want) {
+			t.Errorf("ListTopics through broker %d: %q, want only the describable %q", i+1, got, want)
+		}
+	}
+
+	expectErr(t, "group g1 consuming audit without READ on g1", groupConsumeErr(t, bs[1], "g1", "audit"), kerr.GroupAuthorizationFailed)
+	postACLs(t, bs, bs[0], allowGroup("g1", kmsg.ACLOperationRead))
+	if err := groupConsumeErr(t, bs[1], "g1", "audit"); err != nil {
+		t.Errorf("group g1 consuming audit with READ on g1 and on audit: %v", err)
+	}
+
+	postACLs(t, bs, bs[0],
+		anonACL(kmsg.ACLResourceTypeTopic, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow),
+		anonACL(kmsg.ACLResourceTypeTopic, "secret", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeDeny))
+	expectErr(t, "consuming secret with ALLOW ALL on * and DENY READ on secret", fetchErr(t, bs[2], "secret"), kerr.TopicAuthorizationFailed)
+	if err := fetchErr(t, bs[2], "payments"); err != nil {
+		t.Errorf("consuming payments with ALLOW ALL on *: %v", err)
+	}
+	if err := produceErr(t, prod, "payments", "p2"); err != nil {
+		t.Errorf("producing to payments with ALLOW ALL on *: %v", err)
+	}
+	for i, b := range bs {
+		if got, want := listedTopics(t, b), []string{"audit", "orders-eu", "payments", "secret"}; !slices.Equal(got, want) {
+			t.Errorf("ListTopics through broker %d with ALLOW ALL on *: %q, want %q", i+1, got, want)
+		}
+	}
+
+	disableAuthz(t, bs)
+	if err := fetchErr(t, bs[0], "secret"); err != nil {
+		t.Errorf("consuming secret with authorization off: %v", err)
+	}
+	if err := groupConsumeErr(t, bs[0], "g2", "secret"); err != nil {
+		t.Errorf("group g2 consuming secret with authorization off: %v", err)
+	}
+	if err := produceErr(t, prod, "secret", "s1"); err != nil {
+		t.Errorf("producing to secret with authorization off: %v", err)
+	}
+}
+
+// TestAuthzIdempotentProducer: franz-go's default, idempotent, producer needs
+// InitProducerId, which KIP-679 allows with WRITE on any topic. With only READ on a topic
+// it is refused CLUSTER_AUTHORIZATION_FAILED (a non-idempotent producer gets
+// TOPIC_AUTHORIZATION_FAILED from the produce itself); with a prefixed WRITE ACL on
+// orders- it writes orders-eu, and still may not write the topic it may only read.
+func TestAuthzIdempotentProducer(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, BrokerOpts{})
+	bs := []*Broker{b}
+	adm := b.Admin(t)
+	createTopic(t, adm, "orders-eu", 1, nil)
+	createTopic(t, adm, "payments", 1, nil)
+	postACLs(t, bs, b, denyProbe(), allowTopic("payments", kmsg.ACLOperationRead))
+	enableAuthz(t, bs, false)
+
+	idem := b.Client(t, kgo.RecordRetries(3))
+	expectErr(t, "idempotent producer without WRITE on any topic", produceErr(t, idem, "payments", "p1"), kerr.ClusterAuthorizationFailed)
+	plain := b.Client(t, kgo.DisableIdempotentWrite(), kgo.RecordRetries(3))
+	expectErr(t, "non-idempotent producer without WRITE on payments", produceErr(t, plain, "payments", "p1"), kerr.TopicAuthorizationFailed)
+
+	postACLs(t, bs, b, anonACL(kmsg.ACLResourceTypeTopic, "orders-", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow))
+	idem2 := b.Client(t, kgo.RecordRetries(3))
+	if err := produceErr(t, idem2, "orders-eu", "o1"); err != nil {
+		t.Errorf("idempotent producer with WRITE on prefix orders-: %v", err)
+	}
+	expectErr(t, "idempotent producer writing payments, which it may only read", produceErr(t, idem2, "payments", "p2"), kerr.TopicAuthorizationFailed)
+	if got := endOffsets(t, adm, "payments")[0]; got != 0 {
+		t.Errorf("payments end offset %d after only refused produces, want 0", got)
+	}
+}
