@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestAuthzClients: each real client reports Kafka's specific error when an ACL is
+// missing. User:ANONYMOUS may READ topic readonly and WRITE topic writeonly (each implies
+// DESCRIBE, so Metadata answers and the refusal comes from the Produce or Fetch itself),
+// and READ every group (confluent-kafka's assign() consumer still has a group). Producing
+// to readonly and consuming writeonly must fail with TOPIC_AUTHORIZATION_FAILED as each
+// client names it, and store nothing.
+func TestAuthzClients(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, BrokerOpts{})
+	bs := []*Broker{b}
+	adm := b.Admin(t)
+	createTopic(t, adm, "readonly", 1, nil)
+	createTopic(t, adm, "writeonly", 1, nil)
+	produceSync(t, b.Client(t), "writeonly", "seed", 3)
+	postACLs(t, bs, b, denyProbe(), allowTopic("readonly", kmsg.ACLOperationRead), allowTopic("writeonly", kmsg.ACLOperationWrite),
+		anonACL(kmsg.ACLResourceTypeGroup, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow))
+	enableAuthz(t, bs, false)
+
+	t.Run("kcat", func(t *testing.T) {
+		kcat := requireKcat(t)
+		r := run(t, 60*time.Second, "a\nb\n", kcat, "-P", "-b", b.KafkaAddr, "-t", "readonly")
+		if !strings.Contains(r.Stderr, "Topic authorization failed") {
+			t.Errorf("kcat -P to readonly: want its stderr to say Topic authorization failed: %s", r)
+		}
+		r = run(t, 60*time.Second, "", kcat, "-C", "-b", b.KafkaAddr, "-t", "writeonly", "-o", "beginning", "-e")
+		if !strings.Contains(r.Stderr, "Topic authorization failed") || strings.Contains(r.Stdout, "seed-") {
+			t.Errorf("kcat -C of writeonly: want no records and its stderr to say Topic authorization failed: %s", r)
+		}
+	})
+
+	t.Run("sarama", func(t *testing.T) {
+		cfg := saramaConfig()
+		cfg.Producer.Retry.Max = 1
+		prod, err := sarama.NewSyncProducer([]string{b.KafkaAddr}, cfg)
+		if err != nil {
+			t.Fatalf("sarama.NewSyncProducer: %v", err)
+		}
+		defer prod.Close()
+		_, _, err = prod.SendMessage(&sarama.ProducerMessage{Topic: "readonly", Value: sarama.StringEncoder("x")})
+		if !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+			t.Errorf("sarama SendMessage to readonly: %v, want %v", err, sarama.ErrTopicAuthorizationFailed)
+		}
+
+		cons, err := sarama.NewConsumer([]string{b.KafkaAddr}, cfg)
+		if err != nil {
+			t.Fatalf("sarama.NewConsumer: %v", err)
+		}
+		defer cons.Close()
+		pc, err := cons.ConsumePartition("writeonly", 0, sarama.OffsetOldest)
+		if err != nil {
+			if !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+				t.Errorf("sarama ConsumePartition of writeonly: %v, want %v", err, sarama.ErrTopicAuthorizationFailed)
+			}
+			return
+		}
+		defer pc.Close()
+		select {
+		case cerr := <-pc.Errors():
+			if !errors.Is(cerr.Err, sarama.ErrTopicAuthorizationFailed) {
+				t.Errorf("sarama consumer of writeonly: %v, want %v", cerr.Err, sarama.ErrTopicAuthorizationFailed)
+			}
+		case m := <-pc.Messages():
+			t.Errorf("sarama consumer of writeonly read %q at offset %d without READ", m.Value, m.Offset)
+		case <-time.After(30 * time.Second):
+			t.Errorf("sarama consumer of writeonly: no error within 30s")
+		}
+	})
+
+	t.Run("confluent_kafka", func(t *testing.T) {
+		requirePython(t, "confluent_kafka")
+		var pr pyProduceResult
+		r := runPython(t, 90*time.Second, &pr, "confluent_client.py", "produce", b.KafkaAddr, "readonly", "3")
+		if len(pr.Delivered) != 0 || len(pr.Errors) == 0 || !strings.Contains(pr.Errors[0], "TOPIC_AUTHORIZATION_FAILED") {
+			t.Errorf("confluent_kafka produce to readonly: delivered %v, errors %q; want every record refused with TOPIC_AUTHORIZATION_FAILED (%s)", pr.Delivered, pr.Errors, r)
+		}
+		var cr pyConsumeResult
+		r = runPython(t, 60*time.Second, &cr, "confluent_client.py", "consume", b.KafkaAddr, "writeonly", "3", "10")
+		if len(cr.Records) != 0 || len(cr.Errors) == 0 || !strings.Contains(cr.Errors[0], "TOPIC_AUTHORIZATION_FAILED") {
+			t.Errorf("confluent_kafka consume of writeonly: records %v, errors %q; want none read and TOPIC_AUTHORIZATION_FAILED (%s)", cr.Records, cr.Errors, r)
+		}
+	})
+
+	t.Run("kafka_python", func(t *testing.T) {
+		requirePython(t, "kafka")
+		var pr pyProduceResult
+		r := runPython(t, 90*time.Second, &pr, "kafka_python_client.py", "produce", b.KafkaAddr, "readonly", "3")
+		if len(pr.Delivered) != 0 || len(pr.Errors) != 3 || !strings.Contains(pr.Errors[0], "TopicAuthorizationFailedError") {
+			t.Errorf("kafka-python produce to readonly: delivered %v, errors %q; want every record refused with TopicAuthorizationFailedError (%s)", pr.Delivered, pr.Errors, r)
+		}
+		// The consumer raises the error out of poll(): the script dies with its traceback.
+		var cr pyConsumeResult
+		r = runPython(t, 60*time.Second, &cr, "kafka_python_client.py", "consume", b.KafkaAddr, "writeonly", "3", "10")
+		if r.Err == nil || len(cr.Records) != 0 || !strings.Contains(r.Stderr, "TopicAuthorizationFailedError") {
+			t.Errorf("kafka-python consume of writeonly: records %v; want none read and TopicAuthorizationFailedError (%s)", cr.Records, r)
+		}
+	})
+
+	if ends := endOffsets(t, adm, "readonly"); ends[0] != 0 {
+		t.Errorf("readonly holds %d records after only refused produces", ends[0])
+	}
+}
