@@ -218,8 +218,8 @@ func expectErr(t *testing.T, what string, got, want error) {
 // TestAuthzForwardedProduce: on three brokers, a raw acks=-1 Produce sent to a follower
 // of the partition, which forwards it to the leader, is refused with
 // TOPIC_AUTHORIZATION_FAILED while User:ANONYMOUS may only DESCRIBE the topic, and no
-// replica stores anything; once a WRITE ACL reaches every broker, the same forwarded
-// produce is acknowledged, every replica holds it, and a reader finds only its records.
+// replica stores anything; once a WRITE ACL for the client's address (127.0.0.1) reaches
+// every broker, the same forwarded produce is acknowledged, every replica holds it, and a reader finds only its records.
 func TestAuthzForwardedProduce(t *testing.T) {
 	t.Parallel()
 	bs := startCluster(t, 3)
@@ -249,11 +249,18 @@ func TestAuthzForwardedProduce(t *testing.T) {
 		}
 	}
 
-	postACLs(t, bs, bs[2], allowTopic(topic, kmsg.ACLOperationWrite), allowTopic(topic, kmsg.ACLOperationRead))
+	// WRITE only from the client's own address: the leader re-checks the forwarded produce
+	// with the host the follower passes on, which must be the client's, not "unknown".
+	write := allowTopic(topic, kmsg.ACLOperationWrite)
+	write.Host = "127.0.0.1"
+	postACLs(t, bs, bs[2], write, allowTopic(topic, kmsg.ACLOperationRead))
 	p = rawProduce(t, follower, -1, topic, 0, simpleBatch("allowed", 5))
 	expectProduceError(t, p, 0, "forwarded produce with WRITE")
 	if p.ErrorCode == 0 && p.BaseOffset != before {
 		t.Errorf("forwarded produce appended at %d, want %d", p.BaseOffset, before)
+	}
+	if t.Failed() {
+		return
 	}
 	waitFor(t, 20*time.Second, func() bool {
 		for _, b := range bs {
