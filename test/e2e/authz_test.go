@@ -218,7 +218,7 @@ func expectErr(t *testing.T, what string, got, want error) {
 // TestAuthzForwardedProduce: on three brokers, a raw acks=-1 Produce sent to a follower
 // of the partition, which forwards it to the leader, is refused with
 // TOPIC_AUTHORIZATION_FAILED while User:ANONYMOUS may only DESCRIBE the topic, and no
-// replica stores anything; once a WRITE ACL for the client's address (127.0.0.1) reaches
+// replica stores anything, nor of an acks=0 one; once a WRITE ACL for the client's address (127.0.0.1) reaches
 // every broker, the same forwarded produce is acknowledged, every replica holds it, and a reader finds only its records.
 func TestAuthzForwardedProduce(t *testing.T) {
 	t.Parallel()
@@ -238,6 +238,18 @@ func TestAuthzForwardedProduce(t *testing.T) {
 		t.Fatalf("end offset %d before the denied produce, want 3", before)
 	}
 
+	// acks=0 has no answer to carry the refusal: the follower must drop it. The
+	// ApiVersions answer on the same connection shows the produce was handled; the
+	// partition's contents, checked at the end, show it stored nothing.
+	rc := dialRaw(t, follower.KafkaAddr)
+	if _, err := rc.send(produceRequest(produceVersion, 0, topic, 0, simpleBatch("denied-acks0", 5))); err != nil {
+		t.Fatal(err)
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 0
+	if _, err := rc.roundTrip(av); err != nil {
+		t.Fatalf("ApiVersions after a refused acks=0 produce on the same connection: %v", err)
+	}
 	p := rawProduce(t, follower, -1, topic, 0, simpleBatch("denied", 5))
 	expectProduceError(t, p, kerr.TopicAuthorizationFailed.Code, "forwarded produce without WRITE")
 	if got := endOffsets(t, adm, topic)[0]; got != before {
@@ -284,8 +296,8 @@ func TestAuthzForwardedProduce(t *testing.T) {
 //   - A prefixed WRITE on "orders-" lets a producer write orders-eu, not payments.
 //   - READ alone on a topic lets Metadata name it (READ implies DESCRIBE), and kadm
 //     ListTopics through every broker lists exactly the topics User:ANONYMOUS may describe.
-//   - A consumer group without READ on the group is refused GROUP_AUTHORIZATION_FAILED,
-//     and consumes once READ on the group is granted.
+//   - A consumer group without READ on the group (with DESCRIBE only, or no ACL) is
+//     refused GROUP_AUTHORIZATION_FAILED, and consumes once READ on the group is granted.
 //   - ALLOW ALL on "*" with a DENY READ on one topic: consuming that topic is refused
 //     TOPIC_AUTHORIZATION_FAILED (still listed: a DENY READ leaves DESCRIBE), others read.
 //   - ACLs stored while authorization is off change nothing; turned off again after it
@@ -334,7 +346,10 @@ func TestAuthzRules(t *testing.T) {
 		}
 	}
 
-	expectErr(t, "group g1 consuming audit without READ on g1", groupConsumeErr(t, bs[1], "g1", "audit"), kerr.GroupAuthorizationFailed)
+	// DESCRIBE on g1 lets FindCoordinator through; joining needs READ.
+	postACLs(t, bs, bs[0], allowGroup("g1", kmsg.ACLOperationDescribe))
+	expectErr(t, "group g1 consuming audit with only DESCRIBE on g1", groupConsumeErr(t, bs[1], "g1", "audit"), kerr.GroupAuthorizationFailed)
+	expectErr(t, "group g0 consuming audit without any ACL on g0", groupConsumeErr(t, bs[1], "g0", "audit"), kerr.GroupAuthorizationFailed)
 	postACLs(t, bs, bs[0], allowGroup("g1", kmsg.ACLOperationRead))
 	if err := groupConsumeErr(t, bs[1], "g1", "audit"); err != nil {
 		t.Errorf("group g1 consuming audit with READ on g1 and on audit: %v", err)
