@@ -391,6 +391,7 @@ func TestAuthzRules(t *testing.T) {
 // it is refused CLUSTER_AUTHORIZATION_FAILED (a non-idempotent producer gets
 // TOPIC_AUTHORIZATION_FAILED from the produce itself); with a prefixed WRITE ACL on
 // orders- it writes orders-eu, and still may not write the topic it may only read.
+// Producing to a topic that does not exist auto-creates it only with CREATE as well.
 func TestAuthzIdempotentProducer(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, BrokerOpts{})
@@ -414,6 +415,19 @@ func TestAuthzIdempotentProducer(t *testing.T) {
 	expectErr(t, "idempotent producer writing payments, which it may only read", produceErr(t, idem2, "payments", "p2"), kerr.TopicAuthorizationFailed)
 	if got := endOffsets(t, adm, "payments")[0]; got != 0 {
 		t.Errorf("payments end offset %d after only refused produces, want 0", got)
+	}
+
+	// Auto-creation by Metadata needs CREATE besides: WRITE on orders- makes orders-us
+	// describable, not creatable.
+	auto := b.Client(t, kgo.AllowAutoTopicCreation(), kgo.RecordRetries(3))
+	expectErr(t, "auto-creating orders-us without CREATE", produceErr(t, auto, "orders-us", "u1"), kerr.TopicAuthorizationFailed)
+	if code := metadataCodes(t, b, "orders-us")["orders-us"]; code != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("Metadata for orders-us after a refused auto-creation: %s, want UNKNOWN_TOPIC_OR_PARTITION (not created)", kerrName(code))
+	}
+	postACLs(t, bs, b, anonACL(kmsg.ACLResourceTypeTopic, "orders-", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationCreate, kmsg.ACLPermissionTypeAllow))
+	auto = b.Client(t, kgo.AllowAutoTopicCreation(), kgo.RecordRetries(3))
+	if err := produceErr(t, auto, "orders-us", "u2"); err != nil {
+		t.Errorf("auto-creating orders-us with CREATE on prefix orders-: %v", err)
 	}
 }
 
