@@ -155,6 +155,49 @@ func metadataCodes(t *testing.T, b *Broker, topics ...string) map[string]int16 {
 	return out
 }
 
+// deleteACLs removes what the admin API filter query matches, through via, and waits until
+// no broker of bs serves any of gone.
+func deleteACLs(t *testing.T, bs []*Broker, via *Broker, query string, gone ...security.ACL) {
+	t.Helper()
+	if code, body := adminCall(t, via, http.MethodDelete, "/v1/security/acls?"+query); code != http.StatusOK {
+		t.Fatalf("DELETE /v1/security/acls?%s: HTTP %d: %s", query, code, body)
+	}
+	for _, b := range bs {
+		for _, a := range gone {
+			waitFor(t, 20*time.Second, func() bool { return !servesACL(t, b, a) })
+		}
+	}
+}
+
+// rawProduceTopics sends b one acks=-1 Produce request writing batches[topic] to
+// partition 0 of each topic and returns each topic's error code.
+func rawProduceTopics(t *testing.T, b *Broker, batches map[string][]byte) map[string]int16 {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = produceVersion, -1, 15000
+	for topic, batch := range batches {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = batch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	rc := dialRaw(t, b.KafkaAddr)
+	defer rc.c.Close()
+	resp, err := rc.roundTrip(req)
+	if err != nil {
+		t.Fatalf("Produce to %d topics: %v", len(batches), err)
+	}
+	out := map[string]int16{}
+	for _, rt := range resp.(*kmsg.ProduceResponse).Topics {
+		for _, rp := range rt.Partitions {
+			out[rt.Topic] = rp.ErrorCode
+		}
+	}
+	return out
+}
+
 // produceErr produces one record to topic with cl and returns the produce's error.
 func produceErr(t *testing.T, cl *kgo.Client, topic, value string) error {
 	t.Helper()
@@ -298,8 +341,10 @@ func TestAuthzForwardedProduce(t *testing.T) {
 //     ListTopics through every broker lists exactly the topics User:ANONYMOUS may describe.
 //   - A consumer group without READ on the group (with DESCRIBE only, or no ACL) is
 //     refused GROUP_AUTHORIZATION_FAILED, and consumes once READ on the group is granted.
+//   - One Produce request for a writable and an unwritable topic writes the first only.
 //   - ALLOW ALL on "*" with a DENY READ on one topic: consuming that topic is refused
 //     TOPIC_AUTHORIZATION_FAILED (still listed: a DENY READ leaves DESCRIBE), others read.
+//     Once ALLOW ALL is deleted, every broker refuses the others again.
 //   - ACLs stored while authorization is off change nothing; turned off again after it
 //     was on, everything refused before works.
 func TestAuthzRules(t *testing.T) {
@@ -328,6 +373,18 @@ func TestAuthzRules(t *testing.T) {
 		t.Errorf("producing to orders-eu with WRITE on prefix orders-: %v", err)
 	}
 	expectErr(t, "producing to payments with WRITE only on prefix orders-", produceErr(t, prod, "payments", "p1"), kerr.TopicAuthorizationFailed)
+
+	// One request, two topics: the writable one is written, the other refused alone.
+	paymentsLeader := bs[leaderOf(t, bs, "payments", 0)]
+	paymentsEnd := paymentsLeader.Partition(t, "payments", 0).LogEnd
+	codes := rawProduceTopics(t, bs[0], map[string][]byte{"orders-eu": simpleBatch("mixed", 2), "payments": simpleBatch("mixed", 2)})
+	if codes["orders-eu"] != 0 || codes["payments"] != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("Produce to orders-eu and payments: %s and %s, want NONE and TOPIC_AUTHORIZATION_FAILED",
+			kerrName(codes["orders-eu"]), kerrName(codes["payments"]))
+	}
+	if got := paymentsLeader.Partition(t, "payments", 0).LogEnd; got != paymentsEnd {
+		t.Errorf("payments log end %d after its refused part of a produce, want %d", got, paymentsEnd)
+	}
 
 	for i, b := range bs {
 		codes := metadataCodes(t, b, "audit", "payments", "no-such-topic")
@@ -372,6 +429,14 @@ func TestAuthzRules(t *testing.T) {
 		if got, want := listedTopics(t, b), []string{"audit", "orders-eu", "payments", "secret"}; !slices.Equal(got, want) {
 			t.Errorf("ListTopics through broker %d with ALLOW ALL on *: %q, want %q", i+1, got, want)
 		}
+	}
+
+	// Deleting an ACL takes effect on every broker: without ALLOW ALL on *, payments is
+	// refused again (its Metadata first).
+	deleteACLs(t, bs, bs[1], "resource_type=topic&resource_name=*&permission=allow",
+		anonACL(kmsg.ACLResourceTypeTopic, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow))
+	for i, b := range bs {
+		expectErr(t, fmt.Sprintf("consuming payments through broker %d once ALLOW ALL on * is deleted", i+1), fetchErr(t, b, "payments"), kerr.TopicAuthorizationFailed)
 	}
 
 	disableAuthz(t, bs)
