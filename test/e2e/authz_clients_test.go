@@ -15,7 +15,7 @@ import (
 // DESCRIBE, so Metadata answers and the refusal comes from the Produce or Fetch itself),
 // and READ every group (confluent-kafka's assign() consumer still has a group). Producing
 // to readonly and consuming writeonly must fail with TOPIC_AUTHORIZATION_FAILED as each
-// client names it, and store nothing.
+// client names it, and store nothing; kcat -L lists only the topics it may describe.
 func TestAuthzClients(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, BrokerOpts{})
@@ -23,6 +23,7 @@ func TestAuthzClients(t *testing.T) {
 	adm := b.Admin(t)
 	createTopic(t, adm, "readonly", 1, nil)
 	createTopic(t, adm, "writeonly", 1, nil)
+	createTopic(t, adm, "hidden", 1, nil)
 	produceSync(t, b.Client(t), "writeonly", "seed", 3)
 	postACLs(t, bs, b, denyProbe(), allowTopic("readonly", kmsg.ACLOperationRead), allowTopic("writeonly", kmsg.ACLOperationWrite),
 		anonACL(kmsg.ACLResourceTypeGroup, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow))
@@ -33,6 +34,11 @@ func TestAuthzClients(t *testing.T) {
 		r := run(t, 60*time.Second, "a\nb\n", kcat, "-P", "-b", b.KafkaAddr, "-t", "readonly")
 		if !strings.Contains(r.Stderr, "Topic authorization failed") {
 			t.Errorf("kcat -P to readonly: want its stderr to say Topic authorization failed: %s", r)
+		}
+		// Metadata for every topic lists the describable ones only.
+		r = run(t, 30*time.Second, "", kcat, "-L", "-b", b.KafkaAddr)
+		if r.Err != nil || !strings.Contains(r.Stdout, `topic "readonly"`) || !strings.Contains(r.Stdout, `topic "writeonly"`) || strings.Contains(r.Stdout, `"hidden"`) {
+			t.Errorf("kcat -L: want readonly and writeonly listed, hidden not: %s", r)
 		}
 		r = run(t, 60*time.Second, "", kcat, "-C", "-b", b.KafkaAddr, "-t", "writeonly", "-o", "beginning", "-e")
 		if !strings.Contains(r.Stderr, "Topic authorization failed") || strings.Contains(r.Stdout, "seed-") {
@@ -86,7 +92,7 @@ func TestAuthzClients(t *testing.T) {
 			t.Errorf("confluent_kafka produce to readonly: delivered %v, errors %q; want every record refused with TOPIC_AUTHORIZATION_FAILED (%s)", pr.Delivered, pr.Errors, r)
 		}
 		var cr pyConsumeResult
-		r = runPython(t, 60*time.Second, &cr, "confluent_client.py", "consume", b.KafkaAddr, "writeonly", "3", "10")
+		r = runPython(t, 60*time.Second, &cr, "confluent_client.py", "consume", b.KafkaAddr, "writeonly", "3", "5")
 		if len(cr.Records) != 0 || len(cr.Errors) == 0 || !strings.Contains(cr.Errors[0], "TOPIC_AUTHORIZATION_FAILED") {
 			t.Errorf("confluent_kafka consume of writeonly: records %v, errors %q; want none read and TOPIC_AUTHORIZATION_FAILED (%s)", cr.Records, cr.Errors, r)
 		}
@@ -101,7 +107,7 @@ func TestAuthzClients(t *testing.T) {
 		}
 		// The consumer raises the error out of poll(): the script dies with its traceback.
 		var cr pyConsumeResult
-		r = runPython(t, 60*time.Second, &cr, "kafka_python_client.py", "consume", b.KafkaAddr, "writeonly", "3", "10")
+		r = runPython(t, 60*time.Second, &cr, "kafka_python_client.py", "consume", b.KafkaAddr, "writeonly", "3", "5")
 		if r.Err == nil || len(cr.Records) != 0 || !strings.Contains(r.Stderr, "TopicAuthorizationFailedError") {
 			t.Errorf("kafka-python consume of writeonly: records %v; want none read and TopicAuthorizationFailedError (%s)", cr.Records, r)
 		}
