@@ -456,7 +456,8 @@ func TestAuthzRules(t *testing.T) {
 // it is refused CLUSTER_AUTHORIZATION_FAILED (a non-idempotent producer gets
 // TOPIC_AUTHORIZATION_FAILED from the produce itself); with a prefixed WRITE ACL on
 // orders- it writes orders-eu, and still may not write the topic it may only read.
-// Producing to a topic that does not exist auto-creates it only with CREATE as well.
+// A transactional producer is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Producing to
+// a topic that does not exist auto-creates it only with CREATE as well.
 func TestAuthzIdempotentProducer(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, BrokerOpts{})
@@ -481,6 +482,14 @@ func TestAuthzIdempotentProducer(t *testing.T) {
 	if got := endOffsets(t, adm, "payments")[0]; got != 0 {
 		t.Errorf("payments end offset %d after only refused produces, want 0", got)
 	}
+
+	// A transactional id needs WRITE on it, which nothing grants here.
+	tx := b.Client(t, kgo.TransactionalID("tx-1"), kgo.RecordRetries(3))
+	err := tx.BeginTransaction()
+	if err == nil {
+		err = produceErr(t, tx, "orders-eu", "t1")
+	}
+	expectErr(t, "transactional producer without WRITE on its transactional id", err, kerr.TransactionalIDAuthorizationFailed)
 
 	// Auto-creation by Metadata needs CREATE besides: WRITE on orders- makes orders-us
 	// describable, not creatable.
