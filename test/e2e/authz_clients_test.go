@@ -15,7 +15,9 @@ import (
 // DESCRIBE, so Metadata answers and the refusal comes from the Produce or Fetch itself),
 // and READ every group (confluent-kafka's assign() consumer still has a group). Producing
 // to readonly and consuming writeonly must fail with TOPIC_AUTHORIZATION_FAILED as each
-// client names it, and store nothing; kcat -L lists only the topics it may describe.
+// client names it, and store nothing; kcat -L lists only the topics it may describe. A
+// group whose READ is denied is refused GROUP_AUTHORIZATION_FAILED, as kcat and sarama
+// name it.
 func TestAuthzClients(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, BrokerOpts{})
@@ -26,7 +28,8 @@ func TestAuthzClients(t *testing.T) {
 	createTopic(t, adm, "hidden", 1, nil)
 	produceSync(t, b.Client(t), "writeonly", "seed", 3)
 	postACLs(t, bs, b, denyProbe(), allowTopic("readonly", kmsg.ACLOperationRead), allowTopic("writeonly", kmsg.ACLOperationWrite),
-		anonACL(kmsg.ACLResourceTypeGroup, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow))
+		anonACL(kmsg.ACLResourceTypeGroup, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow),
+		anonACL(kmsg.ACLResourceTypeGroup, "denied-group", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationRead, kmsg.ACLPermissionTypeDeny))
 	enableAuthz(t, bs, false)
 
 	t.Run("kcat", func(t *testing.T) {
@@ -43,6 +46,28 @@ func TestAuthzClients(t *testing.T) {
 		r = run(t, 60*time.Second, "", kcat, "-C", "-b", b.KafkaAddr, "-t", "writeonly", "-o", "beginning", "-e")
 		if !strings.Contains(r.Stderr, "Topic authorization failed") || strings.Contains(r.Stdout, "seed-") {
 			t.Errorf("kcat -C of writeonly: want no records and its stderr to say Topic authorization failed: %s", r)
+		}
+	})
+
+	// denied-group: READ is denied, DESCRIBE is not (ALLOW READ on every group implies
+	// it), so the coordinator is found and JoinGroup is refused.
+	t.Run("kcat group", func(t *testing.T) {
+		kcat := requireKcat(t)
+		r := run(t, 30*time.Second, "", kcat, "-b", b.KafkaAddr, "-G", "denied-group", "readonly", "-e")
+		if r.Err == nil || !strings.Contains(r.Stderr, "Group authorization failed") {
+			t.Errorf("kcat -G denied-group: want it to fail saying Group authorization failed: %s", r)
+		}
+	})
+
+	t.Run("sarama group", func(t *testing.T) {
+		cg, err := sarama.NewConsumerGroup([]string{b.KafkaAddr}, "denied-group", saramaConfig())
+		if err != nil {
+			t.Fatalf("sarama.NewConsumerGroup: %v", err)
+		}
+		defer cg.Close()
+		err = cg.Consume(ctxFor(t, 30*time.Second), []string{"readonly"}, refusedGroupHandler{t})
+		if !errors.Is(err, sarama.ErrGroupAuthorizationFailed) {
+			t.Errorf("sarama consumer group denied-group: %v, want %v", err, sarama.ErrGroupAuthorizationFailed)
 		}
 	})
 
@@ -116,4 +141,16 @@ func TestAuthzClients(t *testing.T) {
 	if ends := endOffsets(t, adm, "readonly"); ends[0] != 0 {
 		t.Errorf("readonly holds %d records after only refused produces", ends[0])
 	}
+}
+
+// refusedGroupHandler is the handler of a sarama group session that must never start.
+type refusedGroupHandler struct{ t *testing.T }
+
+func (h refusedGroupHandler) Setup(sarama.ConsumerGroupSession) error {
+	h.t.Errorf("sarama joined a group whose READ is denied")
+	return errors.New("joined a denied group")
+}
+func (refusedGroupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (refusedGroupHandler) ConsumeClaim(sarama.ConsumerGroupSession, sarama.ConsumerGroupClaim) error {
+	return nil
 }
