@@ -261,8 +261,9 @@ func expectErr(t *testing.T, what string, got, want error) {
 // TestAuthzForwardedProduce: on three brokers, a raw acks=-1 Produce sent to a follower
 // of the partition, which forwards it to the leader, is refused with
 // TOPIC_AUTHORIZATION_FAILED while User:ANONYMOUS may only DESCRIBE the topic, and no
-// replica stores anything, nor of an acks=0 one; once a WRITE ACL for the client's address (127.0.0.1) reaches
-// every broker, the same forwarded produce is acknowledged, every replica holds it, and a reader finds only its records.
+// replica stores anything, nor of an acks=0 one; once a WRITE ACL for the client's
+// address (127.0.0.1) reaches every broker, the same forwarded produce is acknowledged,
+// every replica holds it, and a reader finds only its records.
 func TestAuthzForwardedProduce(t *testing.T) {
 	t.Parallel()
 	bs := startCluster(t, 3)
@@ -313,6 +314,9 @@ func TestAuthzForwardedProduce(t *testing.T) {
 	expectProduceError(t, p, 0, "forwarded produce with WRITE")
 	if p.ErrorCode == 0 && p.BaseOffset != before {
 		t.Errorf("forwarded produce appended at %d, want %d", p.BaseOffset, before)
+	}
+	if follower.Partition(t, topic, 0).IsLeader {
+		t.Fatalf("leadership moved to the broker chosen as follower: the produces may not have been forwarded")
 	}
 	if t.Failed() {
 		return
