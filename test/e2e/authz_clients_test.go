@@ -40,7 +40,7 @@ func TestAuthzClients(t *testing.T) {
 		}
 		// Metadata for every topic lists the describable ones only.
 		r = run(t, 30*time.Second, "", kcat, "-L", "-b", b.KafkaAddr)
-		if r.Err != nil || !strings.Contains(r.Stdout, `topic "readonly"`) || !strings.Contains(r.Stdout, `topic "writeonly"`) || strings.Contains(r.Stdout, `"hidden"`) {
+		if r.Err != nil || !strings.Contains(r.Stdout, `topic "readonly" with 1 partitions`) || !strings.Contains(r.Stdout, `topic "writeonly" with 1 partitions`) || strings.Contains(r.Stdout, `"hidden"`) {
 			t.Errorf("kcat -L: want readonly and writeonly listed, hidden not: %s", r)
 		}
 		r = run(t, 60*time.Second, "", kcat, "-C", "-b", b.KafkaAddr, "-t", "writeonly", "-o", "beginning", "-e")
