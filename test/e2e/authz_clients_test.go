@@ -20,8 +20,8 @@ import (
 // name it.
 func TestAuthzClients(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, BrokerOpts{})
-	bs := []*Broker{b}
+	bs := startAuthzBrokers(t, 1)
+	b := bs[0]
 	adm := b.Admin(t)
 	createTopic(t, adm, "readonly", 1, nil)
 	createTopic(t, adm, "writeonly", 1, nil)

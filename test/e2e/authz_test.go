@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,13 +20,17 @@ import (
 	"github.com/cairn-io/cairn/internal/security"
 )
 
-// ACL enforcement on real processes. SASL is not served yet, so every Kafka client here is
-// User:ANONYMOUS on a PLAINTEXT listener; the tests change ACLs through the admin API, the
-// operator's interface that Kafka's authorization does not govern, so that they can grant
-// and revoke while their Kafka clients are refused.
+// ACL enforcement on real processes. Every Kafka client here is User:ANONYMOUS on a
+// PLAINTEXT listener. The tests change ACLs and read partitions through the admin API as
+// the super user User:admin (HTTP basic credentials of a SCRAM user), so that they can
+// grant and revoke while their Kafka clients are refused, whether or not the admin API is
+// itself authorized by the ACLs.
 
 const (
 	anonymous = "User:ANONYMOUS"
+	// adminUser is the one super user (super.users) of these tests; no Kafka client
+	// authenticates as it.
+	adminUser, adminPassword = "admin", "authz-e2e-admin"
 	// authzProbeTopic carries a DENY DESCRIBE for User:ANONYMOUS in every test, so that a
 	// named Metadata request for it tells whether a broker enforces ACLs yet: refused
 	// when it does, UNKNOWN_TOPIC_OR_PARTITION when it does not (the topic never exists).
@@ -57,6 +62,72 @@ func denyProbe() security.ACL {
 	return anonACL(kmsg.ACLResourceTypeTopic, authzProbeTopic, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeDeny)
 }
 
+// startAuthzBrokers starts n brokers (a cluster when n > 1) and creates the SCRAM user
+// adminUser, known to every broker before it returns, for adminAs.
+func startAuthzBrokers(t *testing.T, n int) []*Broker {
+	t.Helper()
+	var bs []*Broker
+	if n == 1 {
+		bs = []*Broker{startBroker(t, BrokerOpts{})}
+	} else {
+		bs = startCluster(t, n)
+	}
+	res, err := bs[0].Admin(t).AlterUserSCRAMs(ctxFor(t, 15*time.Second), nil,
+		[]kadm.UpsertSCRAM{{User: adminUser, Mechanism: kadm.ScramSha256, Iterations: 4096, Password: adminPassword}})
+	if err != nil || res[adminUser].Err != nil {
+		t.Fatalf("creating SCRAM user %s: %v %+v", adminUser, err, res)
+	}
+	for _, b := range bs {
+		waitFor(t, 20*time.Second, func() bool {
+			code, body := adminAs(t, b, http.MethodGet, "/v1/security/users", nil)
+			return code == http.StatusOK && bytes.Contains(body, []byte(`"name":"`+adminUser+`"`))
+		})
+	}
+	return bs
+}
+
+// adminAs sends b an admin API request with adminUser's basic credentials and returns the
+// status and body.
+func adminAs(t *testing.T, b *Broker, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxFor(t, 30*time.Second), method, "http://"+b.AdminAddr+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth(adminUser, adminPassword)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// partitionAs is b's admin view of a partition, read as adminUser (ok false: no replica
+// there, or no answer).
+func partitionAs(t *testing.T, b *Broker, topic string, p int32) (st PartitionStatus, ok bool) {
+	t.Helper()
+	code, body := adminAs(t, b, http.MethodGet, fmt.Sprintf("/v1/partitions/%s/%d", topic, p), nil)
+	if code != http.StatusOK {
+		return st, false
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("/v1/partitions/%s/%d: %v: %s", topic, p, err, body)
+	}
+	return st, true
+}
+
+// logEndAs is b's log end offset of a partition it holds, read as adminUser.
+func logEndAs(t *testing.T, b *Broker, topic string, p int32) int64 {
+	t.Helper()
+	st, ok := partitionAs(t, b, topic, p)
+	if !ok {
+		t.Fatalf("broker %d has no replica of %s/%d to read", b.ID, topic, p)
+	}
+	return st.LogEnd
+}
+
 // postACLs creates acls through b's admin API and waits until every broker of bs serves
 // all of them from its own copy of the controller's state, so that the next request to
 // any broker is decided with them.
@@ -66,14 +137,8 @@ func postACLs(t *testing.T, bs []*Broker, via *Broker, acls ...security.ACL) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post("http://"+via.AdminAddr+"/v1/security/acls", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST /v1/security/acls: %v", err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /v1/security/acls %s: HTTP %d: %s", body, resp.StatusCode, got)
+	if code, got := adminAs(t, via, http.MethodPost, "/v1/security/acls", body); code != http.StatusOK {
+		t.Fatalf("POST /v1/security/acls %s: HTTP %d: %s", body, code, got)
 	}
 	for _, b := range bs {
 		for _, a := range acls {
@@ -85,7 +150,7 @@ func postACLs(t *testing.T, bs []*Broker, via *Broker, acls ...security.ACL) {
 // servesACL reports whether b's admin API lists a (its own view of the ACLs).
 func servesACL(t *testing.T, b *Broker, a security.ACL) bool {
 	t.Helper()
-	code, body := adminCall(t, b, http.MethodGet, "/v1/security/acls")
+	code, body := adminAs(t, b, http.MethodGet, "/v1/security/acls", nil)
 	if code != http.StatusOK {
 		t.Fatalf("GET /v1/security/acls: HTTP %d: %s", code, body)
 	}
@@ -102,7 +167,7 @@ func servesACL(t *testing.T, b *Broker, a security.ACL) bool {
 func enableAuthz(t *testing.T, bs []*Broker, allowIfNone bool) {
 	t.Helper()
 	setCluster(t, bs[0].Admin(t), "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-		"super.users", "User:admin", "allow.everyone.if.no.acl.found", fmt.Sprint(allowIfNone))
+		"super.users", "User:"+adminUser, "allow.everyone.if.no.acl.found", fmt.Sprint(allowIfNone))
 	for _, b := range bs {
 		waitFor(t, 20*time.Second, func() bool { return probeCode(t, b) == kerr.TopicAuthorizationFailed.Code })
 	}
@@ -159,7 +224,7 @@ func metadataCodes(t *testing.T, b *Broker, topics ...string) map[string]int16 {
 // no broker of bs serves any of gone.
 func deleteACLs(t *testing.T, bs []*Broker, via *Broker, query string, gone ...security.ACL) {
 	t.Helper()
-	if code, body := adminCall(t, via, http.MethodDelete, "/v1/security/acls?"+query); code != http.StatusOK {
+	if code, body := adminAs(t, via, http.MethodDelete, "/v1/security/acls?"+query, nil); code != http.StatusOK {
 		t.Fatalf("DELETE /v1/security/acls?%s: HTTP %d: %s", query, code, body)
 	}
 	for _, b := range bs {
@@ -266,7 +331,7 @@ func expectErr(t *testing.T, what string, got, want error) {
 // every replica holds it, and a reader finds only its records.
 func TestAuthzForwardedProduce(t *testing.T) {
 	t.Parallel()
-	bs := startCluster(t, 3)
+	bs := startAuthzBrokers(t, 3)
 	adm := bs[0].Admin(t)
 	const topic = "fwd"
 	createReplicatedTopic(t, adm, topic, 1, 3)
@@ -300,8 +365,8 @@ func TestAuthzForwardedProduce(t *testing.T) {
 		t.Errorf("end offset %d after the denied produce, want %d", got, before)
 	}
 	for i, b := range bs {
-		if st := b.Partition(t, topic, 0); st.LogEnd != before {
-			t.Errorf("broker %d: log end %d after the denied produce, want %d", i+1, st.LogEnd, before)
+		if end := logEndAs(t, b, topic, 0); end != before {
+			t.Errorf("broker %d: log end %d after the denied produce, want %d", i+1, end, before)
 		}
 	}
 
@@ -315,7 +380,7 @@ func TestAuthzForwardedProduce(t *testing.T) {
 	if p.ErrorCode == 0 && p.BaseOffset != before {
 		t.Errorf("forwarded produce appended at %d, want %d", p.BaseOffset, before)
 	}
-	if follower.Partition(t, topic, 0).IsLeader {
+	if st, _ := partitionAs(t, follower, topic, 0); st.IsLeader {
 		t.Fatalf("leadership moved to the broker chosen as follower: the produces may not have been forwarded")
 	}
 	if t.Failed() {
@@ -323,7 +388,7 @@ func TestAuthzForwardedProduce(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, func() bool {
 		for _, b := range bs {
-			if st, ok := adminPartition(b, topic, 0); !ok || st.LogEnd != before+5 {
+			if st, ok := partitionAs(t, b, topic, 0); !ok || st.LogEnd != before+5 {
 				return false
 			}
 		}
@@ -353,7 +418,7 @@ func TestAuthzForwardedProduce(t *testing.T) {
 //     was on, everything refused before works.
 func TestAuthzRules(t *testing.T) {
 	t.Parallel()
-	bs := startCluster(t, 3)
+	bs := startAuthzBrokers(t, 3)
 	adm := bs[0].Admin(t)
 	for _, topic := range []string{"orders-eu", "payments", "audit", "secret"} {
 		createReplicatedTopic(t, adm, topic, 1, 3)
@@ -366,6 +431,7 @@ func TestAuthzRules(t *testing.T) {
 	postACLs(t, bs, bs[0], denyProbe(), allowClusterAlterConfigs(),
 		anonACL(kmsg.ACLResourceTypeTopic, "orders-", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationWrite, kmsg.ACLPermissionTypeAllow),
 		allowTopic("audit", kmsg.ACLOperationRead))
+	paymentsLeader := bs[leaderOf(t, bs, "payments", 0)]
 	prod := clusterClient(t, bs, kgo.DisableIdempotentWrite(), kgo.RecordRetries(3))
 	// Stored ACLs change nothing while authorization is off.
 	if err := produceErr(t, prod, "payments", "p0"); err != nil {
@@ -379,14 +445,13 @@ func TestAuthzRules(t *testing.T) {
 	expectErr(t, "producing to payments with WRITE only on prefix orders-", produceErr(t, prod, "payments", "p1"), kerr.TopicAuthorizationFailed)
 
 	// One request, two topics: the writable one is written, the other refused alone.
-	paymentsLeader := bs[leaderOf(t, bs, "payments", 0)]
-	paymentsEnd := paymentsLeader.Partition(t, "payments", 0).LogEnd
+	paymentsEnd := logEndAs(t, paymentsLeader, "payments", 0)
 	codes := rawProduceTopics(t, bs[0], map[string][]byte{"orders-eu": simpleBatch("mixed", 2), "payments": simpleBatch("mixed", 2)})
 	if codes["orders-eu"] != 0 || codes["payments"] != kerr.TopicAuthorizationFailed.Code {
 		t.Errorf("Produce to orders-eu and payments: %s and %s, want NONE and TOPIC_AUTHORIZATION_FAILED",
 			kerrName(codes["orders-eu"]), kerrName(codes["payments"]))
 	}
-	if got := paymentsLeader.Partition(t, "payments", 0).LogEnd; got != paymentsEnd {
+	if got := logEndAs(t, paymentsLeader, "payments", 0); got != paymentsEnd {
 		t.Errorf("payments log end %d after its refused part of a produce, want %d", got, paymentsEnd)
 	}
 
@@ -464,8 +529,8 @@ func TestAuthzRules(t *testing.T) {
 // a topic that does not exist auto-creates it only with CREATE as well.
 func TestAuthzIdempotentProducer(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, BrokerOpts{})
-	bs := []*Broker{b}
+	bs := startAuthzBrokers(t, 1)
+	b := bs[0]
 	adm := b.Admin(t)
 	createTopic(t, adm, "orders-eu", 1, nil)
 	createTopic(t, adm, "payments", 1, nil)
@@ -516,8 +581,8 @@ func TestAuthzIdempotentProducer(t *testing.T) {
 // DENY ACL forbids.
 func TestAuthzAllowEveryoneAndSuperUsers(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, BrokerOpts{})
-	bs := []*Broker{b}
+	bs := startAuthzBrokers(t, 1)
+	b := bs[0]
 	adm := b.Admin(t)
 	createTopic(t, adm, "open", 1, nil)
 	createTopic(t, adm, "claimed", 1, nil)
@@ -541,7 +606,7 @@ func TestAuthzAllowEveryoneAndSuperUsers(t *testing.T) {
 	postACLs(t, bs, b, anonACL(kmsg.ACLResourceTypeTopic, "*", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAll, kmsg.ACLPermissionTypeDeny))
 	expectErr(t, "producing to open with DENY ALL on every topic", produceErr(t, idem, "open", "o2"), kerr.TopicAuthorizationFailed)
 	// No ACL names the cluster: ALTER_CONFIGS on it is still open to everyone.
-	setCluster(t, adm, "super.users", "User:admin;"+anonymous)
+	setCluster(t, adm, "super.users", "User:"+adminUser+";"+anonymous)
 	waitFor(t, 20*time.Second, func() bool { return probeCode(t, b) == kerr.UnknownTopicOrPartition.Code })
 	super := b.Client(t, kgo.RecordRetries(3))
 	for _, topic := range []string{"open", "claimed"} {
@@ -560,8 +625,8 @@ func TestAuthzAllowEveryoneAndSuperUsers(t *testing.T) {
 // again, from where it was, once READ is granted back.
 func TestAuthzRevokedWhileConsuming(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, BrokerOpts{})
-	bs := []*Broker{b}
+	bs := startAuthzBrokers(t, 1)
+	b := bs[0]
 	const topic = "live"
 	createTopic(t, b.Admin(t), topic, 1, nil)
 	read := allowTopic(topic, kmsg.ACLOperationRead)
