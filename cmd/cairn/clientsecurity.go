@@ -115,7 +115,9 @@ func (f *clientSecurityFlags) security(cmd *cobra.Command) (clientSecurity, erro
 	user := flagOrEnv(cmd, "sasl-user", f.saslUser, saslUserEnv)
 	password := flagOrEnv(cmd, "sasl-password", f.saslPassword, saslPasswordEnv)
 	if mech == "" {
-		if user != "" || password != "" {
+		// Only flags are held to this: a user or password in the environment may be
+		// there for other commands, against other listeners.
+		if cmd.Flags().Changed("sasl-user") || cmd.Flags().Changed("sasl-password") {
 			return out, fmt.Errorf("a SASL user or password without a mechanism: give --sasl-mechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 		}
 		return out, nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/cairn-io/cairn/internal/tlsconf/tlstest"
@@ -19,6 +20,27 @@ func clearSecurityEnv(t *testing.T) {
 	for _, e := range []string{tlsEnv, tlsCAEnv, tlsCertEnv, tlsKeyEnv, saslMechEnv, saslUserEnv, saslPasswordEnv} {
 		t.Setenv(e, "")
 	}
+}
+
+// securityFor parses args into a command carrying client flags and resolves them.
+func securityFor(t *testing.T, args ...string) (clientSecurity, error) {
+	t.Helper()
+	var f clientFlags
+	var sec clientSecurity
+	var serr error
+	cmd := &cobra.Command{
+		Use: "x",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sec, serr = f.security(cmd)
+			return nil
+		},
+	}
+	f.register(cmd, false)
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	return sec, serr
 }
 
 func TestBenchSecurityBadFlags(t *testing.T) {
@@ -69,6 +91,18 @@ func TestBenchSecurityBadFlags(t *testing.T) {
 	t.Setenv(saslPasswordEnv, "secret")
 	if r := runBench(t, "produce", "-b", addr); r.err == nil || !strings.Contains(r.err.Error(), `invalid --sasl-mechanism "SCRAM-SHA-1"`) {
 		t.Errorf("mechanism from $%s: got %v", saslMechEnv, r.err)
+	}
+	// A password in the environment alone is left for the commands that use SASL.
+	t.Setenv(saslMechEnv, "")
+	if sec, err := securityFor(t); err != nil || sec.enabled() {
+		t.Errorf("$%s and $%s alone: got %+v, %v; want plaintext without SASL", saslUserEnv, saslPasswordEnv, sec, err)
+	}
+	t.Setenv(saslMechEnv, "scram-sha-512")
+	if sec, err := securityFor(t); err != nil || sec.sasl == nil || sec.sasl.Name() != "SCRAM-SHA-512" || sec.tls != nil {
+		t.Errorf("SASL from the environment: got %+v, %v; want SCRAM-SHA-512 without TLS", sec, err)
+	}
+	if sec, err := securityFor(t, "--tls"); err != nil || sec.tls == nil || sec.tls.MinVersion != tls.VersionTLS12 {
+		t.Errorf("--tls: got %+v, %v; want TLS 1.2 or later", sec, err)
 	}
 	clearSecurityEnv(t)
 	t.Setenv(tlsEnv, "maybe")
