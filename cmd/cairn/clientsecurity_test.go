@@ -111,10 +111,10 @@ func TestBenchSecurityBadFlags(t *testing.T) {
 	}
 }
 
-// TestBenchOverTLSAndSASL produces and consumes through a fake cluster that serves only
-// TLS with SCRAM-SHA-512, and sees a wrong password refused.
-func TestBenchOverTLSAndSASL(t *testing.T) {
-	clearSecurityEnv(t)
+// secureFakeCluster starts a fake cluster that serves only TLS with SASL, where alice
+// is a SCRAM-SHA-512 superuser, and returns its address and the CA to verify it by.
+func secureFakeCluster(t *testing.T) (addr, caFile string) {
+	t.Helper()
 	dir := t.TempDir()
 	ca, err := tlstest.NewCA(dir, "bench")
 	if err != nil {
@@ -135,9 +135,15 @@ func TestBenchOverTLSAndSASL(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	addr := strings.Join(c.ListenAddrs(), ",")
+	return strings.Join(c.ListenAddrs(), ","), ca.CertFile
+}
 
-	secure := []string{"-b", addr, "--tls-ca", ca.CertFile, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "alice"}
+// TestBenchOverTLSAndSASL produces and consumes through a cluster that serves only TLS
+// with SCRAM-SHA-512, and sees a wrong password refused.
+func TestBenchOverTLSAndSASL(t *testing.T) {
+	clearSecurityEnv(t)
+	addr, caFile := secureFakeCluster(t)
+	secure := []string{"-b", addr, "--tls-ca", caFile, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "alice"}
 	t.Setenv(saslPasswordEnv, "alice-secret")
 	prod := benchJSON(t, append([]string{"produce", "--topic", "s", "--producers", "2", "--record-size", "100",
 		"--rate", "2000", "--duration", "3s", "--warmup", "500ms"}, secure...)...)
@@ -152,5 +158,23 @@ func TestBenchOverTLSAndSASL(t *testing.T) {
 	t.Setenv(saslPasswordEnv, "wrong")
 	if r := runBench(t, append([]string{"produce", "--topic", "s", "--duration", "1s"}, secure...)...); r.err == nil {
 		t.Errorf("produce with a wrong password succeeded:\n%s", r.out)
+	}
+}
+
+// TestClientCommandsOverTLSAndSASL: the flags are the same on the other client commands,
+// given to a parent command (topic) or to the command itself (produce, consume).
+func TestClientCommandsOverTLSAndSASL(t *testing.T) {
+	clearSecurityEnv(t)
+	addr, caFile := secureFakeCluster(t)
+	t.Setenv(saslPasswordEnv, "alice-secret")
+	secure := []string{"-b", addr, "--tls-ca", caFile, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "alice"}
+	mustRun(t, "", append([]string{"topic", "create", "greetings", "-p", "1"}, secure...)...)
+	mustRun(t, "hello\nworld\n", append([]string{"produce", "greetings"}, secure...)...)
+	if out := mustRun(t, "", append([]string{"consume", "greetings", "-n", "2"}, secure...)...); out != "hello\nworld\n" {
+		t.Errorf("consumed %q over SASL_SSL, want hello and world", out)
+	}
+	if r := runCLI(t, "", "topic", "list", "-b", addr, "--sasl-mechanism", "SCRAM-SHA-384", "--sasl-user", "alice"); r.err == nil ||
+		!strings.Contains(r.err.Error(), `invalid --sasl-mechanism "SCRAM-SHA-384"`) {
+		t.Errorf("topic list with an unknown mechanism: %v", r.err)
 	}
 }
