@@ -14,11 +14,13 @@
 # For every run: MB/s, each broker's CPU-seconds (utime+stime from /proc around the run)
 # per produced GB, and the load generator's CPU-seconds per second of run (how many of the
 # two cores it took). The figures go to $OUT/tls-summary.txt; the JSON of each run, the
-# CPU counts and the broker logs stay in $OUT.
+# CPU counts, the broker logs and CPU profiles (8 s from 6 s in: round 2 of single, round 1
+# of cluster, every kind of run) stay in $OUT.
 # Usage: scripts/bench_tls.sh [single|cluster|all]   (or scripts/bench.sh tls)
 # CAIRN_BIN=path measures that binary instead of building this tree; DURATION (default
-# 20s) is the length of each run. Ports 33092-33644 and 51092-53644 on 127.0.0.1 must be
-# free; data and certificates go under $WORK.
+# 20s) is the length of each run. Ports 27044-27096 and 27144-27394 on 127.0.0.1 must be
+# free (below the kernel's ephemeral range, so that no outgoing connection takes one
+# meanwhile); data and certificates go under $WORK.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 WORK=${WORK:-/tmp/cairn-bench-tls}
@@ -46,6 +48,7 @@ stop_all() {
 	pids=()
 }
 trap stop_all EXIT
+profile() { curl -s -o "$OUT/$2.pprof" "http://$1/debug/pprof/profile?seconds=$3"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 ready() { # ready ADMIN_ADDR: the broker answers /v1/status/ready
 	for _ in $(seq 1 300); do
@@ -82,30 +85,45 @@ produce() {
 	for i in "${!pids[@]}"; do echo "broker$((i + 1)) $((c1[i] - c0[i]))" >>"$OUT/$name.cpu"; done
 }
 
+# busy PORT...: fail at once, naming it, if a port is taken (a broker would fail to bind).
+busy() {
+	local p
+	for p in "$@"; do
+		if (echo >/dev/tcp/127.0.0.1/"$p") 2>/dev/null; then
+			echo "port $p on 127.0.0.1 is in use; stop what listens there" >&2
+			exit 1
+		fi
+	done
+}
+
 single() {
-	local d=$WORK/single PL=127.0.0.1:33092 SSL=127.0.0.1:33094 SASL=127.0.0.1:33096 r m k
+	local d=$WORK/single PL=127.0.0.1:27092 SSL=127.0.0.1:27094 SASL=127.0.0.1:27096 r m cp
 	local orders=("plain ssl sasl" "ssl sasl plain" "sasl plain ssl")
 	rm -rf "$d"
 	mkdir -p "$d"
 	certs
-	"$B" start --node-id 1 --data-dir "$d" --rpc-addr 127.0.0.1:33093 --admin-addr 127.0.0.1:33644 \
+	busy 27092 27093 27094 27096 27044
+	"$B" start --node-id 1 --data-dir "$d" --rpc-addr 127.0.0.1:27093 --admin-addr 127.0.0.1:27044 \
 		--listeners "PLAINTEXT://$PL,SSL://$SSL,SASL_SSL://$SASL" \
 		--ssl-certificate-location "$TLS/broker.pem" --ssl-key-location "$TLS/broker-key.pem" \
 		>"$OUT/tls-single.log" 2>&1 &
 	pids+=($!)
-	ready 127.0.0.1:33644
+	ready 127.0.0.1:27044
 	printf '%s\n' "$CAIRN_SASL_PASSWORD" |
 		"$B" security user create "$SASL_USER" --mechanism SCRAM-SHA-512 --password-stdin -b $PL >/dev/null || exit 1
 	for r in $(seq 1 "$ROUNDS"); do
 		echo "${orders[$(((r - 1) % 3))]}" >"$OUT/tls-s-order-$r.txt"
 		for m in ${orders[$(((r - 1) % 3))]}; do
 			"$B" topic create "$m$r" -p 8 -b $PL >/dev/null || exit 1
+			cp=""
+			if [ "$r" = 2 ]; then (sleep 6; profile 127.0.0.1:27044 "tls-s-$m" 8) & cp=$!; fi
 			case $m in
 			plain) produce "tls-s-$m-$r" $PL "$m$r" ;;
 			ssl) produce "tls-s-$m-$r" $SSL "$m$r" --tls-ca "$TLS/ca.pem" ;;
 			sasl) produce "tls-s-$m-$r" $SASL "$m$r" --tls-ca "$TLS/ca.pem" \
 				--sasl-mechanism SCRAM-SHA-512 --sasl-user "$SASL_USER" ;;
 			esac
+			[ -n "$cp" ] && wait "$cp"
 			"$B" topic delete "$m$r" -b $PL >/dev/null
 		done
 	done
@@ -118,27 +136,28 @@ single() {
 # clients of the run are told the SSL listener's addresses (Metadata follows the listener).
 cluster_start() {
 	local mode=$1 d=$WORK/cluster i extra
-	local seeds=127.0.0.1:51093,127.0.0.1:52093,127.0.0.1:53093
+	local seeds=127.0.0.1:27193,127.0.0.1:27293,127.0.0.1:27393
 	rm -rf "$d"
 	mkdir -p "$d"
+	for i in 1 2 3; do busy 27${i}92 27${i}93 27${i}94 27${i}44; done
 	for i in 1 2 3; do
-		extra=(--kafka-addr 127.0.0.1:5${i}092)
+		extra=(--kafka-addr 127.0.0.1:27${i}92)
 		if [ "$mode" = tls ]; then
-			extra=(--listeners "PLAINTEXT://127.0.0.1:5${i}092,SSL://127.0.0.1:5${i}094"
+			extra=(--listeners "PLAINTEXT://127.0.0.1:27${i}92,SSL://127.0.0.1:27${i}94"
 				--ssl-certificate-location "$TLS/broker.pem" --ssl-key-location "$TLS/broker-key.pem"
 				--rpc-tls-enabled true --rpc-tls-truststore-location "$TLS/ca.pem"
 				--rpc-tls-certificate-location "$TLS/broker.pem" --rpc-tls-key-location "$TLS/broker-key.pem")
 		fi
-		"$B" start --node-id $i --data-dir "$d/d$i" --rpc-addr 127.0.0.1:5${i}093 --admin-addr 127.0.0.1:5${i}644 \
+		"$B" start --node-id $i --data-dir "$d/d$i" --rpc-addr 127.0.0.1:27${i}93 --admin-addr 127.0.0.1:27${i}44 \
 			--rack rack-$i --seeds $seeds "${extra[@]}" >>"$OUT/tls-cluster-$mode-$i.log" 2>&1 &
 		pids+=($!)
 	done
-	for i in 1 2 3; do ready 127.0.0.1:5${i}644; done
+	for i in 1 2 3; do ready 127.0.0.1:27${i}44; done
 }
 
 cluster() {
-	local r m order
-	local PL=127.0.0.1:51092,127.0.0.1:52092,127.0.0.1:53092 SSL=127.0.0.1:51094,127.0.0.1:52094,127.0.0.1:53094
+	local r m order cp i
+	local PL=127.0.0.1:27192,127.0.0.1:27292,127.0.0.1:27392 SSL=127.0.0.1:27194,127.0.0.1:27294,127.0.0.1:27394
 	certs
 	for r in $(seq 1 "$CLUSTER_ROUNDS"); do
 		# A B B A …: each kind goes first every other round.
@@ -148,11 +167,17 @@ cluster() {
 		for m in $order; do
 			cluster_start $m
 			"$B" topic create "t$r" -p 8 -r 3 -b $PL >/dev/null || exit 1
+			cp=""
+			if [ "$r" = 1 ]; then
+				(sleep 6; for i in 1 2 3; do profile 127.0.0.1:27${i}44 "tls-c-$m-$i" 8 & done; wait) &
+				cp=$!
+			fi
 			if [ $m = plain ]; then
 				produce "tls-c-$m-$r" $PL "t$r"
 			else
 				produce "tls-c-$m-$r" $SSL "t$r" --tls-ca "$TLS/ca.pem"
 			fi
+			[ -n "$cp" ] && wait "$cp"
 			stop_all
 		done
 	done
