@@ -22,7 +22,11 @@
 #           the same load as long without a move; where the broker has $MOVE_RATE_PROPERTY
 #           (the learner catch-up bound), the first move runs unbounded (0) and a second,
 #           back to 1,2,3, at the property's default (or $MOVE_RATE_BOUND bytes/s).
-# Usage: scripts/bench.sh [single|cluster|racks|move|all]   (results, JSON and profiles in $OUT)
+#   tls     (not in all; scripts/bench_tls.sh; about 5 minutes; ports 27044-27394) produce
+#           over PLAINTEXT, SSL and SASL_SSL listeners of one broker, and 3 brokers plaintext
+#           against SSL + rpc mTLS: MB/s, broker CPU per GB and the ratios, in
+#           $OUT/tls-summary.txt.
+# Usage: scripts/bench.sh [single|cluster|racks|move|tls|all]   (results, JSON and profiles in $OUT)
 # CAIRN_BIN=path measures that binary instead of building this tree.
 # Ports 31092-31644 and 41092-43644 on 127.0.0.1 must be free (move picks free ones); data
 # goes under $WORK.
@@ -207,7 +211,8 @@ single) single ;;
 cluster) cluster ;;
 racks) racks ;;
 move) move ;;
+tls) CAIRN_BIN=$B WORK=$WORK/tls OUT=$OUT scripts/bench_tls.sh all; exit $? ;;
 all) single; cluster ;;
-*) echo "usage: $0 [single|cluster|racks|move|all]" >&2; exit 2 ;;
+*) echo "usage: $0 [single|cluster|racks|move|tls|all]" >&2; exit 2 ;;
 esac
 /usr/bin/python3 scripts/bench_summary.py "$OUT"

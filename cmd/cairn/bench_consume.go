@@ -321,6 +321,14 @@ func runBenchConsume(cmd *cobra.Command, cf *clientFlags, bc *benchCommon, f *be
 	if err := rf.validate(f); err != nil {
 		return err
 	}
+	sec, err := cf.security(cmd)
+	if err != nil {
+		return err
+	}
+	if rf.raw && sec.enabled() {
+		// The raw consumers write their fetches to a socket of their own, in plaintext.
+		return errors.New("--raw reads over plaintext connections of its own: drop --raw to consume over TLS or SASL")
+	}
 	if strings.TrimSpace(topic) == "" {
 		return errors.New("--topic must not be empty")
 	}

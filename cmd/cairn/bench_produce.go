@@ -344,7 +344,8 @@ buffers at most its share of --buffer, so memory stays bounded and an unthrottle
 measures the broker rather than a growing queue. With --rate, the producers pace
 themselves to that many records per second in total.`,
 		Example: `  cairn bench produce -b localhost:9092 --producers 8 --record-size 1KiB --duration 30s
-  cairn bench produce --acks 1 --compression zstd --rate 50000 --json`,
+  cairn bench produce --acks 1 --compression zstd --rate 50000 --json
+  CAIRN_SASL_PASSWORD=... cairn bench produce -b localhost:9094 --tls-ca ca.pem --sasl-mechanism SCRAM-SHA-512 --sasl-user alice`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchProduce(cmd, &cf, &bc, &pf)

@@ -25,9 +25,11 @@ const (
 	defaultAdminTimeout = 10 * time.Second
 )
 
-// clientFlags holds the connection flags every client subcommand takes.
+// clientFlags holds the connection flags every client subcommand takes: the
+// brokers, and how to reach a TLS or SASL listener (clientsecurity.go).
 type clientFlags struct {
 	brokers string
+	clientSecurityFlags
 }
 
 // register adds --brokers/-b to fs-owning cmd. persistent makes the flag
@@ -39,6 +41,7 @@ func (f *clientFlags) register(cmd *cobra.Command, persistent bool) {
 	}
 	fs.StringVarP(&f.brokers, "brokers", "b", defaultBrokers,
 		"comma-separated seed brokers (host:port); $"+brokersEnv+" is used when the flag is not given")
+	f.registerSecurity(fs)
 }
 
 // seeds returns the seed brokers to dial: the --brokers flag if it was given on
@@ -74,7 +77,12 @@ func (f *clientFlags) newClient(cmd *cobra.Command, opts ...kgo.Opt) (*kgo.Clien
 	if err != nil {
 		return nil, err
 	}
-	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("cairn-cli")}, opts...)
+	sec, err := f.security(cmd)
+	if err != nil {
+		return nil, err
+	}
+	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("cairn-cli")}, sec.opts()...)
+	all = append(all, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
