@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // `cairn security user create|delete|list`: SCRAM users through the Kafka APIs
@@ -37,18 +38,9 @@ func newSecurityCmd() *cobra.Command {
 	return cmd
 }
 
+// admin runs fn with an admin client of the seed brokers, within --timeout.
 func (sf *securityFlags) admin(cmd *cobra.Command, fn func(ctx context.Context, adm *kadm.Client) error) error {
-	if sf.timeout <= 0 {
-		return fmt.Errorf("--timeout must be positive, got %v", sf.timeout)
-	}
-	cl, err := sf.newClient(cmd)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(cmdContext(cmd), sf.timeout)
-	defer cancel()
-	return fn(ctx, kadm.NewClient(cl))
+	return sf.kafka(cmd, func(ctx context.Context, cl *kgo.Client) error { return fn(ctx, kadm.NewClient(cl)) })
 }
 
 func parseMechanism(s string) (kadm.ScramMechanism, error) {
