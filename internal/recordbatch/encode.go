@@ -116,3 +116,17 @@ func varintLength(v int64) int {
 	}
 	return n
 }
+
+// ParseControl reads the type of a control batch's record: ok is false for a batch that is
+// not a control batch, or whose one record's key is not a control key (version 0 and a
+// type), which consumers would not read as a marker either.
+func ParseControl(batch []byte) (typ ControlType, ok bool) {
+	if len(batch) <= AttributesPos+1 || Attributes(batch)&AttrControl == 0 {
+		return 0, false
+	}
+	recs, _, err := DecodeRecords(batch, nil)
+	if err != nil || len(recs) != 1 || len(recs[0].Key) < 4 || be.Uint16(recs[0].Key) != 0 {
+		return 0, false
+	}
+	return ControlType(be.Uint16(recs[0].Key[2:])), true
+}

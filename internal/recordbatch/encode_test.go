@@ -87,6 +87,12 @@ func TestEncodeControl(t *testing.T) {
 		if err := marker.ReadFrom(recs[0].Value); err != nil || marker.Version != 0 || marker.CoordinatorEpoch != 9 {
 			t.Fatalf("%v: value %+v, %v", c.typ, marker, err)
 		}
+		if typ, ok := recordbatch.ParseControl(b); !ok || typ != c.typ {
+			t.Fatalf("%v: ParseControl = %v, %v", c.typ, typ, ok)
+		}
+		if _, ok := recordbatch.ParseControl(recordbatch.Encode(h, []recordbatch.NewRecord{{Key: recs[0].Key}})); ok {
+			t.Fatalf("%v: a plain batch read as a control batch", c.typ)
+		}
 	}
 }
 

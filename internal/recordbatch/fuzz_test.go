@@ -2,6 +2,7 @@ package recordbatch_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
@@ -84,6 +85,29 @@ func FuzzDecodeRecords(f *testing.F) {
 		}
 		if !bytes.Equal(joined, plain) {
 			t.Fatal("the records do not tile the plain section")
+		}
+	})
+}
+
+// FuzzParseControl: no input panics ParseControl, and a batch it reads as a marker is a
+// control batch whose one record's key says so.
+func FuzzParseControl(f *testing.F) {
+	for _, b := range seedBatches() {
+		f.Add(b)
+	}
+	h := recordbatch.PlainHeader(1, 1)
+	f.Add(recordbatch.EncodeControl(h, recordbatch.ControlCommit, 3))
+	f.Add(recordbatch.EncodeControl(h, recordbatch.ControlAbort, 0))
+	defer recordbatch.SetMaxDecompressed(1 << 20)()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		typ, ok := recordbatch.ParseControl(b)
+		if !ok {
+			return
+		}
+		recs, _, err := recordbatch.DecodeRecords(b, nil)
+		if err != nil || len(recs) != 1 || recordbatch.Attributes(b)&recordbatch.AttrControl == 0 ||
+			int16(binary.BigEndian.Uint16(recs[0].Key[2:])) != int16(typ) {
+			t.Fatalf("ParseControl = %v on a batch that is not that marker", typ)
 		}
 	})
 }
