@@ -114,6 +114,11 @@ type Partition struct {
 	onRole func()
 	kick   chan struct{} // the Raft group moved: refresh the boundaries
 
+	// txnMu guards txns, which the raft worker feeds (txnapply.go) and readers query; it is
+	// taken alone, never with mu or the group's lock.
+	txnMu sync.Mutex
+	txns  *txnIndex
+
 	refreshMu sync.Mutex // serializes refresh (held across reading the group and applying)
 	stop      chan struct{}
 	done      chan struct{}
@@ -166,7 +171,11 @@ func Open(opts Options) (*Partition, error) {
 	p.bounds = Boundaries{LogStart: p.log.LogStartOffset(), LogEnd: p.log.LogEndOffset(), Flushed: p.log.FlushedOffset()}
 	// Before AddGroup, which writes the bootstrap configuration into an empty log.
 	fresh := p.log.LastIndex() == 0 && p.log.FirstIndex() == 1
+	if err := p.buildTxnIndex(); err != nil {
+		return nil, fmt.Errorf("partition %s-%d: reading transactions from the log: %w", opts.Topic, opts.Partition, err)
+	}
 	gc := raft.GroupConfig{
+		Apply:          p.applyCommitted,
 		Storage:        opts.Storage,
 		BootstrapInLog: true,
 		OnChange:       p.signal,

@@ -208,6 +208,7 @@ func (p *Partition) EnforceRetention() error {
 // table does not grow with producers that no longer have anything in the log.
 func (p *Partition) setLogStart(start int64) {
 	p.pruneProducers(start)
+	p.trimTxns(start)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if start > p.bounds.LogStart {

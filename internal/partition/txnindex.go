@@ -17,9 +17,9 @@ import (
 //
 // It answers the two questions read_committed asks of a partition:
 //   - the last stable offset: the first offset of the oldest open transaction, but never
-//     past what the index has read (a batch above that may open a transaction the index
-//     does not know of yet: under write caching the visible offset runs ahead of the
-//     commit), nor past the last visible offset;
+//     past what this replica has applied (a batch above that may open a transaction the
+//     index does not know of yet: under write caching the visible offset runs ahead of
+//     the commit), nor past the last visible offset;
 //   - the aborted transactions that overlap a range a Fetch returns, which consumers use
 //     to drop the aborted records themselves (Kafka serves aborted data and lets the
 //     client filter it, so read_uncommitted and read_committed read the same bytes).
@@ -53,7 +53,8 @@ type txnIndex struct {
 	open map[int64]openTxn
 	// aborted is in log order, so ordered by LastOffset.
 	aborted []AbortedTxn
-	// readTo is the offset past the last batch read into the index.
+	// readTo is the offset past the last batch read into the index: a batch below it is
+	// one delivered again (raft re-applies entries after a restart).
 	readTo int64
 }
 
@@ -90,9 +91,10 @@ func (x *txnIndex) add(base int64, batch []byte) {
 	}
 }
 
-// lastStable is the last stable offset given the partition's last visible offset.
-func (x *txnIndex) lastStable(lastVisible int64) int64 {
-	lso := min(lastVisible, x.readTo)
+// lastStable is the last stable offset given upTo, the lower of the partition's last
+// visible offset and the offset past its last applied entry.
+func (x *txnIndex) lastStable(upTo int64) int64 {
+	lso := upTo
 	for _, t := range x.open {
 		lso = min(lso, t.first)
 	}

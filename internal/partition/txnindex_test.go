@@ -10,7 +10,7 @@ import (
 	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
-// TestTxnIndexScript runs testdata/txn_index.txt: batches as the log holds them (plain,
+// TestTxnIndexScript runs testdata/txnindex/index.txt: batches as the log holds them (plain,
 // idempotent, transactional, and commit or abort markers) are read into one index, and the
 // script prints what read_committed would be told: the last stable offset and the aborted
 // transactions overlapping a fetched range.
@@ -23,14 +23,13 @@ import (
 //	open
 //	trim start=N
 func TestTxnIndexScript(t *testing.T) {
-	datadriven.RunTest(t, "testdata/txn_index.txt", func(t *testing.T, d *datadriven.TestData) string {
-		return runTxnIndexCommand(t, d)
+	var x *txnIndex
+	datadriven.RunTest(t, "testdata/txnindex/index.txt", func(t *testing.T, d *datadriven.TestData) string {
+		return runTxnIndexCommand(t, d, &x)
 	})
 }
 
-var scriptIndex *txnIndex
-
-func runTxnIndexCommand(t *testing.T, d *datadriven.TestData) string {
+func runTxnIndexCommand(t *testing.T, d *datadriven.TestData, index **txnIndex) string {
 	arg := func(key string, def int64) int64 {
 		if !d.HasArg(key) {
 			return def
@@ -39,13 +38,13 @@ func runTxnIndexCommand(t *testing.T, d *datadriven.TestData) string {
 		d.ScanArgs(t, key, &v)
 		return v
 	}
-	if scriptIndex == nil || d.Cmd == "reset" {
-		scriptIndex = newTxnIndex(arg("from", 0))
+	if *index == nil || d.Cmd == "reset" {
+		*index = newTxnIndex(arg("from", 0))
 		if d.Cmd == "reset" {
 			return "ok"
 		}
 	}
-	x := scriptIndex
+	x := *index
 	h := recordbatch.PlainHeader(1, 1)
 	h.ProducerID, h.ProducerEpoch = arg("pid", -1), int16(arg("epoch", -1))
 	at := arg("at", 0)

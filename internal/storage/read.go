@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/cairn-io/cairn/internal/recordbatch"
@@ -404,12 +405,18 @@ func (l *Log) MaxTimestamp() (timestamp int64, offset int64) {
 // log end as of the call, in order. The batch bytes are only valid during the call. An
 // error from fn stops the scan and is returned.
 func (l *Log) ScanBatches(fn func(baseOffset int64, batch []byte) error) error {
+	return l.ScanBatchesBelow(math.MaxInt64, fn)
+}
+
+// ScanBatchesBelow is ScanBatches, stopping before the batch at or past offset upTo: a
+// replica that rebuilds state from what it knows is committed reads no further.
+func (l *Log) ScanBatchesBelow(upTo int64, fn func(baseOffset int64, batch []byte) error) error {
 	l.mu.RLock()
 	if err := l.readable(); err != nil {
 		l.mu.RUnlock()
 		return err
 	}
-	next, end := l.lso, l.logEndOffset()
+	next, end := l.lso, min(upTo, l.logEndOffset())
 	l.mu.RUnlock()
 	for next < end {
 		b, err := l.ReadBatches(next, 1<<20, end)
