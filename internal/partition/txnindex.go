@@ -24,6 +24,11 @@ import (
 //     to drop the aborted records themselves (Kafka serves aborted data and lets the
 //     client filter it, so read_uncommitted and read_committed read the same bytes).
 //
+// Retention and DeleteRecords are not held back by an open transaction: open transactions
+// are never trimmed, and a replica that rebuilds its index after a restart finds an open
+// transaction at its first batch still stored. What lies below the log start is gone for
+// every isolation level alike, so no read sees more or less than it should.
+//
 // A marker of a producer that has no transaction open here (a partition that was added
 // to a transaction but got no data) leaves nothing in the index: there is nothing for a
 // consumer to drop.
