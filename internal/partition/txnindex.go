@@ -24,10 +24,11 @@ import (
 //     to drop the aborted records themselves (Kafka serves aborted data and lets the
 //     client filter it, so read_uncommitted and read_committed read the same bytes).
 //
-// Retention and DeleteRecords are not held back by an open transaction: open transactions
-// are never trimmed, and a replica that rebuilds its index after a restart finds an open
-// transaction at its first batch still stored. What lies below the log start is gone for
-// every isolation level alike, so no read sees more or less than it should.
+// Not yet: retention and DeleteRecords must not pass the first offset of an open
+// transaction. Trimming never drops an open transaction, but a replica that rebuilds its
+// index after retention removed that first batch finds the transaction at its first batch
+// still stored, so two replicas could disagree on the last stable offset, and a change of
+// leader could move it backwards. Transactional produce is refused until that bound is in.
 //
 // A marker of a producer that has no transaction open here (a partition that was added
 // to a transaction but got no data) leaves nothing in the index: there is nothing for a
