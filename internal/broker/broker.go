@@ -139,7 +139,11 @@ type Broker struct {
 	fwd       *forwarder
 	// stateQueries are this broker's questions to others about their replicas (recover.go).
 	stateQueries stateQueries
-	moves        *mover
+	// markerCalls wait for other brokers' answers to the transaction markers this broker's
+	// coordinator sends; markerSem bounds the markers written here for others (txnmarkers.go).
+	markerCalls calls[partition.ProduceResult]
+	markerSem   chan struct{}
+	moves       *mover
 	// authz is the authorizer built from the applied ACLs and cluster config (authorize.go).
 	authz atomic.Pointer[authzCache]
 
@@ -237,6 +241,7 @@ func New(cfg Config) (*Broker, error) {
 	b.host, _ = raftrpc.NewHost(tr, raft.HostOptions{NodeID: uint64(cfg.NodeID), TickInterval: cfg.TickInterval,
 		LearnerRate: b.learnerRate.Load})
 	b.fwd = newForwarder(b)
+	b.markerSem = make(chan struct{}, maxMarkerInflight)
 	if err := b.registerMessages(reg); err != nil {
 		b.host.Close()
 		tr.Close()
@@ -309,6 +314,7 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 		reg.Register(b.handleTransferLeader, msgTransferLeader),
 		reg.Register(b.handleReplicaStateRequest, msgReplicaStateRequest),
 		reg.Register(b.handleReplicaStateResponse, msgReplicaStateResponse),
+		reg.Register(b.handleTxnMarker, msgTxnMarkerRequest, msgTxnMarkerResponse),
 	)
 }
 

@@ -47,6 +47,24 @@ func TestForwardRoundTrip(t *testing.T) {
 	}
 }
 
+func TestTxnMarkerRoundTrip(t *testing.T) {
+	req := txnMarkerRequest{corr: 11, timeoutMs: 2500, m: TxnMarker{Topic: "payments", Partition: 4, ProducerID: 1 << 40,
+		ProducerEpoch: 3, Commit: true, CoordinatorEpoch: 9}}
+	enc := encodeTxnMarkerRequest(req)
+	got, err := decodeTxnMarkerRequest(enc)
+	if err != nil || got != req {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	negative := encodeTxnMarkerRequest(txnMarkerRequest{corr: 1, m: TxnMarker{Topic: "t", ProducerID: -1}})
+	badCommit := bytes.Clone(enc)
+	badCommit[23] = 2
+	for _, bad := range [][]byte{nil, {1}, enc[:len(enc)-1], append(bytes.Clone(enc), 0), badCommit, negative} {
+		if _, err := decodeTxnMarkerRequest(bad); err == nil {
+			t.Errorf("decodeTxnMarkerRequest(%x) accepted", bad)
+		}
+	}
+}
+
 // FuzzDecodeBrokerMessages: the broker's own inter-broker messages never panic on any
 // input, and what decodes re-encodes to the same bytes.
 func FuzzDecodeBrokerMessages(f *testing.F) {
@@ -55,6 +73,7 @@ func FuzzDecodeBrokerMessages(f *testing.F) {
 	f.Add(mustEncodeForward(f, forwardRequest{corr: 2, acks: -1, partition: 1, topic: "t", records: []byte{1, 2},
 		requester: &Requester{Principal: "User:alice", Host: "10.0.0.7"}}))
 	f.Add(encodeForwardResponse(1, partition.ProduceResult{BaseOffset: 5}))
+	f.Add(encodeTxnMarkerRequest(txnMarkerRequest{corr: 3, timeoutMs: 100, m: TxnMarker{Topic: "t", Partition: 2, ProducerID: 7, ProducerEpoch: 1, Commit: true}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if list, err := decodeLeaders(b); err == nil && !bytes.Equal(encodeLeaders(list), b) {
 			t.Fatalf("leaders %x re-encode differently", b)
@@ -65,6 +84,9 @@ func FuzzDecodeBrokerMessages(f *testing.F) {
 			}
 		}
 		_, _, _ = decodeForwardResponse(b)
+		if req, err := decodeTxnMarkerRequest(b); err == nil && !bytes.Equal(encodeTxnMarkerRequest(req), b) {
+			t.Fatalf("marker request %x re-encodes differently", b)
+		}
 	})
 }
 

@@ -27,6 +27,9 @@ const (
 
 	MsgReplicaStateRequest  uint8 = 41 // internal/broker: how much of a group's log do you hold?
 	MsgReplicaStateResponse uint8 = 42 // internal/broker: the answer, for a force recovery's plan
+
+	MsgTxnMarkerRequest  uint8 = 43 // internal/broker: write this transaction marker on a partition you lead
+	MsgTxnMarkerResponse uint8 = 44 // internal/broker: the marker is acknowledged, or why not
 )
 
 // The block of numbers kept for internal/cluster, its present types and future ones.
@@ -88,6 +91,9 @@ var messageTypes = [256]MessageType{
 
 	MsgReplicaStateRequest:  {Name: "replica state request", Owner: "internal/broker", Direction: "any broker → a replica's broker"},
 	MsgReplicaStateResponse: {Name: "replica state response", Owner: "internal/broker", Direction: "a replica's broker → requester"},
+
+	MsgTxnMarkerRequest:  {Name: "transaction marker request", Owner: "internal/broker", Direction: "transaction coordinator → partition leader"},
+	MsgTxnMarkerResponse: {Name: "transaction marker response", Owner: "internal/broker", Direction: "partition leader → transaction coordinator"},
 }
 
 // LookupType returns the table's entry for a number, and whether the table has one.
