@@ -66,6 +66,19 @@ const (
 	ClusterOffsetsTopicSegmentBytes      = "offsets.topic.segment.bytes"
 )
 
+// Cluster property names of the transaction coordinator (internal/txn) and its internal
+// topic __transaction_state.
+const (
+	ClusterTxnStateLogNumPartitions     = "transaction.state.log.num.partitions"
+	ClusterTxnStateLogReplicationFactor = "transaction.state.log.replication.factor"
+	ClusterTxnStateLogSegmentBytes      = "transaction.state.log.segment.bytes"
+	ClusterTxnStateLogMinISR            = "transaction.state.log.min.isr"
+	ClusterTxnMaxTimeoutMs              = "transaction.max.timeout.ms"
+	ClusterTransactionalIDExpirationMs  = "transactional.id.expiration.ms"
+	ClusterTxnAbortTimedOutCheckMs      = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+	ClusterTxnRemoveExpiredCheckMs      = "transaction.remove.expired.transaction.cleanup.interval.ms"
+)
+
 // Cluster property names of authorization (Kafka's names; see AuthorizerClassNames).
 // They are cluster properties, not Kafka's per-broker ones, so that every broker decides a
 // request the same way and a change needs no restart.

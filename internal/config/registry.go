@@ -230,6 +230,32 @@ func build() *registry {
 		"How long, in milliseconds, the first rebalance of an empty group waits for more members to join (extended by each newcomer, up to the rebalance timeout) before it completes.",
 		"group: rebalance of an empty group")
 
+	// Transaction coordinator (internal/txn) and its internal topic __transaction_state.
+	cluster(ClusterTxnStateLogNumPartitions, numSpec(TypeInt, 1, 1000, false), "16",
+		"Partition count of __transaction_state; read only when the broker creates that topic, since a transactional id's partition is a hash of the id modulo this count, so a later change has no effect (Kafka's default is 50; Cairn's, as for __consumer_offsets, is 16: each partition is a Raft group).",
+		"broker: creation of __transaction_state")
+	cluster(ClusterTxnStateLogReplicationFactor, numSpec(TypeShort, 1, math.MaxInt16, false), "3",
+		"Replication factor of __transaction_state, capped at the number of live brokers; read only when the broker creates that topic.",
+		"broker: creation of __transaction_state")
+	cluster(ClusterTxnStateLogSegmentBytes, numSpec(TypeInt, 1024, math.MaxInt32, false), "104857600",
+		"segment.bytes of __transaction_state; read only when the broker creates that topic (change it afterwards on the topic itself).",
+		"broker: creation of __transaction_state")
+	cluster(ClusterTxnStateLogMinISR, numSpec(TypeInt, 1, math.MaxInt16, false), "2",
+		"min.insync.replicas of __transaction_state, capped at its replication factor; read only when the broker creates that topic (change it afterwards on the topic itself).",
+		"broker: creation of __transaction_state")
+	cluster(ClusterTxnMaxTimeoutMs, numSpec(TypeInt, 1, math.MaxInt32, false), "900000",
+		"Largest transaction.timeout.ms a transactional producer may ask for; an InitProducerId above it gets INVALID_TRANSACTION_TIMEOUT.",
+		"txn: InitProducerId validation")
+	cluster(ClusterTransactionalIDExpirationMs, numSpec(TypeInt, 1, math.MaxInt32, false), "604800000",
+		"A transactional id with no transaction open is forgotten (tombstoned) this many milliseconds after its last update; its producer then gets a new producer id.",
+		"txn: transactional id expiry")
+	cluster(ClusterTxnAbortTimedOutCheckMs, numSpec(TypeInt, 1, math.MaxInt32, false), "10000",
+		"How often, in milliseconds, the coordinator looks for transactions open longer than their timeout, to abort them and bump the producer's epoch.",
+		"txn: transaction timeout schedule")
+	cluster(ClusterTxnRemoveExpiredCheckMs, numSpec(TypeInt, 1, math.MaxInt32, false), "3600000",
+		"How often, in milliseconds, the coordinator looks for expired transactional ids.",
+		"txn: transactional id expiry schedule")
+
 	// Node properties: fixed at `cairn start`.
 	node := func(name, flag string, s spec, def, defFrom, desc, enforcedBy string) {
 		add(Property{Name: name, Scope: ScopeNode, Type: s.typ, Default: def, Valid: s.valid,
@@ -396,6 +422,9 @@ func refusedList() []Refused {
 		{Name: "offsets.commit.required.acks", KafkaScope: "broker", Reason: "offset commits are always written with acks=-1"},
 		{Name: "offsets.load.buffer.size", KafkaScope: "broker", Reason: "the coordinator sizes its own reads when it replays __consumer_offsets"},
 		{Name: "offsets.topic.compression.codec", KafkaScope: "broker", Reason: "the coordinator writes __consumer_offsets uncompressed"},
+		{Name: "transaction.state.log.load.buffer.size", KafkaScope: "broker", Reason: "the coordinator sizes its own reads when it replays __transaction_state"},
+		{Name: "transaction.partition.verification.enable", KafkaScope: "broker", Reason: "a partition leader always verifies with the coordinator that a transactional producer added the partition (KIP-890) before it appends the transaction's first batch; it cannot be switched off"},
+		{Name: "producer.id.expiration.ms", KafkaScope: "broker", Reason: "a partition keeps an idempotent producer's state while that producer's batches remain in the log and forgets it when retention removes them, not after a time"},
 	}
 }
 

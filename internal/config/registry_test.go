@@ -77,7 +77,11 @@ func TestAcceptedProperties(t *testing.T) {
 			"message.max.bytes", "min.insync.racks", "min.insync.replicas", "num.partitions",
 			"offset.metadata.max.bytes", "offsets.commit.timeout.ms", "offsets.retention.check.interval.ms",
 			"offsets.retention.minutes", "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-			"offsets.topic.segment.bytes", "replica.selector.class", "super.users", "write_caching_default"},
+			"offsets.topic.segment.bytes", "replica.selector.class", "super.users",
+			"transaction.abort.timed.out.transaction.cleanup.interval.ms", "transaction.max.timeout.ms",
+			"transaction.remove.expired.transaction.cleanup.interval.ms", "transaction.state.log.min.isr",
+			"transaction.state.log.num.partitions", "transaction.state.log.replication.factor",
+			"transaction.state.log.segment.bytes", "transactional.id.expiration.ms", "write_caching_default"},
 		ScopeNode: {"admin.addr", "admin.auth", "admin.auth.probes.open", "admin.tls.certificate.location", "admin.tls.client.auth", "admin.tls.key.location", "admin.tls.truststore.location", "advertised.kafka.addr", "advertised.listeners", "advertised.rpc.addr", "connections.max.reauth.ms", "data.dir", "kafka.addr", "listener.security.protocol.map", "listeners", "node.id", "produce.forwarding", "rack", "replica.lag.time.max.ms", "rpc.addr", "rpc.tls.certificate.location", "rpc.tls.enabled", "rpc.tls.key.location", "rpc.tls.truststore.location", "sasl.enabled.mechanisms", "seeds", "ssl.certificate.location", "ssl.client.auth", "ssl.key.location", "ssl.principal.mapping.rules", "ssl.truststore.location"},
 	}
 	got := map[Scope][]string{ScopeTopic: TopicPropertyNames(), ScopeCluster: ClusterPropertyNames(), ScopeNode: NodePropertyNames()}

@@ -145,6 +145,15 @@ func ResolveCluster(clusterOverrides map[string]string) ClusterConfig {
 		GroupMinSessionTimeoutMs:      mustInt(get(ClusterGroupMinSessionTimeoutMs)),
 		GroupMaxSessionTimeoutMs:      mustInt(get(ClusterGroupMaxSessionTimeoutMs)),
 		GroupInitialRebalanceDelayMs:  mustInt(get(ClusterGroupInitialRebalanceDelayMs)),
+
+		TxnStateLogNumPartitions:     int32(mustInt(get(ClusterTxnStateLogNumPartitions))),
+		TxnStateLogReplicationFactor: int16(mustInt(get(ClusterTxnStateLogReplicationFactor))),
+		TxnStateLogSegmentBytes:      int32(mustInt(get(ClusterTxnStateLogSegmentBytes))),
+		TxnStateLogMinISR:            int32(mustInt(get(ClusterTxnStateLogMinISR))),
+		TxnMaxTimeoutMs:              int32(mustInt(get(ClusterTxnMaxTimeoutMs))),
+		TransactionalIDExpirationMs:  mustInt(get(ClusterTransactionalIDExpirationMs)),
+		TxnAbortTimedOutCheckMs:      mustInt(get(ClusterTxnAbortTimedOutCheckMs)),
+		TxnRemoveExpiredCheckMs:      mustInt(get(ClusterTxnRemoveExpiredCheckMs)),
 	}
 }
 

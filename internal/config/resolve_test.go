@@ -113,6 +113,9 @@ func withGroupDefaults(c ClusterConfig) ClusterConfig {
 	c.OffsetsRetentionMinutes, c.OffsetsRetentionCheckMs, c.OffsetsCommitTimeoutMs = 10080, 600000, 5000
 	c.OffsetMetadataMaxBytes = 4096
 	c.GroupMinSessionTimeoutMs, c.GroupMaxSessionTimeoutMs, c.GroupInitialRebalanceDelayMs = 6000, 1800000, 3000
+	c.TxnStateLogNumPartitions, c.TxnStateLogReplicationFactor, c.TxnStateLogSegmentBytes, c.TxnStateLogMinISR = 16, 3, 104857600, 2
+	c.TxnMaxTimeoutMs, c.TransactionalIDExpirationMs = 900000, 604800000
+	c.TxnAbortTimedOutCheckMs, c.TxnRemoveExpiredCheckMs = 10000, 3600000
 	return c
 }
 

@@ -194,6 +194,16 @@ type ClusterConfig struct {
 	GroupMinSessionTimeoutMs      int64
 	GroupMaxSessionTimeoutMs      int64
 	GroupInitialRebalanceDelayMs  int64
+
+	// Transaction coordinator and __transaction_state.
+	TxnStateLogNumPartitions     int32
+	TxnStateLogReplicationFactor int16
+	TxnStateLogSegmentBytes      int32
+	TxnStateLogMinISR            int32
+	TxnMaxTimeoutMs              int32
+	TransactionalIDExpirationMs  int64
+	TxnAbortTimedOutCheckMs      int64
+	TxnRemoveExpiredCheckMs      int64
 }
 
 // NodeConfig is one node's effective, typed startup configuration.
