@@ -35,15 +35,21 @@ func (b *Broker) startGroups() {
 
 // ensureOffsetsTopic creates __consumer_offsets if it is missing.
 func (b *Broker) ensureOffsetsTopic() *Error {
-	if _, ok := b.topic(group.OffsetsTopic); ok {
-		return nil
-	}
 	cc := b.clusterConfig()
-	rf := max(1, min(cc.OffsetsTopicReplicationFactor, int16(len(b.state().LiveBrokers()))))
-	_, err := b.createTopic(group.OffsetsTopic, b.groups.Partitions(), rf, map[string]string{
+	return b.ensureInternalTopic(group.OffsetsTopic, b.groups.Partitions(), cc.OffsetsTopicReplicationFactor, map[string]string{
 		config.TopicCleanupPolicy: "compact",
 		config.TopicSegmentBytes:  strconv.Itoa(int(cc.OffsetsTopicSegmentBytes)),
-	}, false)
+	})
+}
+
+// ensureInternalTopic creates a coordinator's internal topic if it is missing, with the
+// replication factor capped at the live brokers.
+func (b *Broker) ensureInternalTopic(name string, partitions int32, rf int16, configs map[string]string) *Error {
+	if _, ok := b.topic(name); ok {
+		return nil
+	}
+	rf = max(1, min(rf, int16(len(b.state().LiveBrokers()))))
+	_, err := b.createTopic(name, partitions, rf, configs, false)
 	if err != nil && err.Code != kerr.TopicAlreadyExists {
 		return err
 	}
@@ -51,9 +57,9 @@ func (b *Broker) ensureOffsetsTopic() *Error {
 		// Created by a concurrent FindCoordinator whose reconcile may still be running:
 		// wait for it, so the topic is known here.
 		if rerr := b.reconcile(); rerr != nil {
-			return errorf(kerr.CoordinatorNotAvailable, "opening %s: %v", group.OffsetsTopic, rerr)
+			return errorf(kerr.CoordinatorNotAvailable, "opening %s: %v", name, rerr)
 		}
-		b.waitLeaders(group.OffsetsTopic, 10*time.Second)
+		b.waitLeaders(name, 10*time.Second)
 	}
 	return nil
 }
@@ -71,25 +77,32 @@ func (b *Broker) GroupCoordinator(groupID string) (BrokerInfo, *kerr.Error) {
 		b.lg.Warn("creating "+group.OffsetsTopic, "err", err)
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	t, ok := b.topic(group.OffsetsTopic)
+	return b.shardLeader(group.OffsetsTopic, group.PartitionFor(groupID, b.groups.Partitions()), func() {
+		b.moveGroupShards(b.ledOffsetsPartitions())
+	})
+}
+
+// shardLeader is the broker that leads partition shard of a coordinator's internal topic,
+// or COORDINATOR_NOT_AVAILABLE when there is none yet. When it is this broker, serveNow
+// starts serving the shards this broker leads now rather than when the leadership loop
+// next runs, so the client's next request finds them loading or loaded, not
+// NOT_COORDINATOR.
+func (b *Broker) shardLeader(topic string, shard int32, serveNow func()) (BrokerInfo, *kerr.Error) {
+	t, ok := b.topic(topic)
 	if !ok {
 		return BrokerInfo{}, kerr.CoordinatorNotAvailable
 	}
-	shard := group.PartitionFor(groupID, b.groups.Partitions())
 	v := b.PartitionView(*t, shard)
 	if v.Leader < 0 {
 		// Just created (here or by a concurrent request), or between leaders: an answer
 		// is usually a few milliseconds away, which beats a client's retry backoff.
-		b.waitLeaders(group.OffsetsTopic, 5*time.Second)
+		b.waitLeaders(topic, 5*time.Second)
 		if v = b.PartitionView(*t, shard); v.Leader < 0 {
 			return BrokerInfo{}, kerr.CoordinatorNotAvailable
 		}
 	}
 	if v.Leader == b.cfg.NodeID {
-		// Serve the shards this broker leads now rather than when the leadership loop next
-		// runs, so the client's next request finds them loading or loaded, not
-		// NOT_COORDINATOR.
-		b.moveGroupShards(b.ledOffsetsPartitions())
+		serveNow()
 	}
 	bi, ok := b.broker(v.Leader)
 	if !ok {
