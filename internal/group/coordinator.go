@@ -28,6 +28,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // MaxProtocolMetadataBytes bounds what one member may hand the coordinator to keep in
@@ -275,7 +276,7 @@ func (c *Coordinator) replay(i int32) (map[string]*group, error) {
 		if len(res.Records) == 0 {
 			break
 		}
-		next, skipped, err := walkBatches(res.Records, r.apply)
+		next, skipped, err := recordbatch.WalkRecords(res.Records, r.apply)
 		if skipped > 0 {
 			c.lg.Warn("skipped compressed batches in __consumer_offsets (the coordinator writes none)", "partition", i, "batches", skipped)
 		}

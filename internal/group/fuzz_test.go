@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
 // FuzzDecodeGroupRecord feeds arbitrary keys, values and batches to the decoders replay
@@ -46,17 +48,17 @@ func FuzzDecodeGroupRecord(f *testing.F) {
 			}
 		}
 		r := newReplayer(0, testEpoch)
-		walkBatches(batch, r.apply)
+		recordbatch.WalkRecords(batch, r.apply)
 		// Every record of a batch the coordinator builds is seen, in order.
 		var seen []kv
 		raw := encodeBatch([]kv{{key, value}, {value, nil}}, 1)
-		_, _, err = walkBatches(raw, func(o int64, k, v []byte) error {
+		_, _, err = recordbatch.WalkRecords(raw, func(o int64, k, v []byte) error {
 			seen = append(seen, kv{k, v})
 			return nil
 		})
 		if err != nil || len(seen) != 2 || !bytes.Equal(seen[0].key, key) || !bytes.Equal(seen[0].value, value) ||
 			(seen[0].key == nil) != (key == nil) || seen[1].value != nil {
-			t.Fatalf("walkBatches of an encoded batch: %v, %d records", err, len(seen))
+			t.Fatalf("WalkRecords of an encoded batch: %v, %d records", err, len(seen))
 		}
 	})
 }

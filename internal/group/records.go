@@ -102,54 +102,6 @@ func encodeBatch(recs []kv, tsMs int64) []byte {
 
 var errTruncated = errors.New("truncated")
 
-// walkBatches decodes the raw batches a Fetch returned and calls fn for every record of each
-// uncompressed data batch, with the record's offset. Control batches are skipped silently;
-// compressed batches (the coordinator never writes them) are skipped and counted. It returns
-// the offset after the last whole batch it saw.
-func walkBatches(raw []byte, fn func(offset int64, key, value []byte) error) (next int64, skipped int, err error) {
-	next = -1
-	var recs []recordbatch.Record
-	for len(raw) > 0 {
-		h, ok := recordbatch.ParseHeader(raw)
-		if !ok {
-			return next, skipped, fmt.Errorf("batch header: %w", errTruncated)
-		}
-		size := h.Size()
-		if h.Length < recordbatch.HeaderSize-recordbatch.LengthEnd || size > int64(len(raw)) {
-			return next, skipped, fmt.Errorf("batch length %d: %w", h.Length, errTruncated)
-		}
-		batch := raw[:size]
-		raw = raw[size:]
-		if h.Magic != recordbatch.Magic {
-			return next, skipped, fmt.Errorf("batch at offset %d has magic %d", h.BaseOffset, h.Magic)
-		}
-		if !recordbatch.CRCValid(batch) {
-			return next, skipped, fmt.Errorf("batch at offset %d fails its CRC32C", h.BaseOffset)
-		}
-		if h.LastOffsetDelta < 0 {
-			return next, skipped, fmt.Errorf("batch at offset %d has last offset delta %d", h.BaseOffset, h.LastOffsetDelta)
-		}
-		next = h.BaseOffset + int64(h.LastOffsetDelta) + 1
-		switch {
-		case h.Attributes&recordbatch.AttrControl != 0:
-			continue
-		case h.Codec() != recordbatch.CodecNone:
-			skipped++
-			continue
-		}
-		if recs, _, err = recordbatch.DecodeRecords(batch, recs[:0]); err != nil {
-			return next, skipped, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
-		}
-		for i := range recs {
-			r := &recs[i]
-			if err := fn(h.BaseOffset+int64(r.OffsetDelta), r.Key, r.Value); err != nil {
-				return next, skipped, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
-			}
-		}
-	}
-	return next, skipped, nil
-}
-
 // record is one decoded __consumer_offsets record.
 type record struct {
 	group string
