@@ -40,6 +40,7 @@ import (
 	"github.com/cairn-io/cairn/internal/raftrpc"
 	"github.com/cairn-io/cairn/internal/rpc"
 	"github.com/cairn-io/cairn/internal/storage"
+	"github.com/cairn-io/cairn/internal/txn"
 )
 
 // Config is a node's static configuration, from `cairn start` flags, YAML or environment.
@@ -143,7 +144,14 @@ type Broker struct {
 	// coordinator sends; markerSem bounds the markers written here for others (txnmarkers.go).
 	markerCalls calls[partition.ProduceResult]
 	markerSem   chan struct{}
-	moves       *mover
+	// verifyCalls wait for coordinators' answers to this broker's transactional produce
+	// verifications (txnproduce.go).
+	verifyCalls calls[*kerr.Error]
+
+	txns       *txn.Coordinator
+	txnShardMu sync.Mutex
+	txnShards  map[int32]int32 // __transaction_state partitions served, at their leader epoch
+	moves      *mover
 	// authz is the authorizer built from the applied ACLs and cluster config (authorize.go).
 	authz atomic.Pointer[authzCache]
 
@@ -242,6 +250,7 @@ func New(cfg Config) (*Broker, error) {
 		LearnerRate: b.learnerRate.Load})
 	b.fwd = newForwarder(b)
 	b.markerSem = make(chan struct{}, maxMarkerInflight)
+	b.txnShards = map[int32]int32{}
 	if err := b.registerMessages(reg); err != nil {
 		b.host.Close()
 		tr.Close()
@@ -288,6 +297,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("cleaning the data folder: %w", err)
 	}
 	b.startGroups()
+	b.startTxns()
 	b.spawn(b.reconcileLoop)
 	b.spawn(b.leadershipLoop)
 	b.spawn(b.retentionLoop)
@@ -315,6 +325,7 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 		reg.Register(b.handleReplicaStateRequest, msgReplicaStateRequest),
 		reg.Register(b.handleReplicaStateResponse, msgReplicaStateResponse),
 		reg.Register(b.handleTxnMarker, msgTxnMarkerRequest, msgTxnMarkerResponse),
+		reg.Register(b.handleTxnVerify, msgTxnVerifyRequest, msgTxnVerifyResponse),
 	)
 }
 
@@ -337,6 +348,9 @@ func (b *Broker) Close() error {
 	b.handOffLeadership()
 	b.cancel()
 	b.wg.Wait()
+	if b.txns != nil {
+		b.txns.Close() // before the partitions it writes to
+	}
 	if b.groups != nil {
 		b.groups.Close() // before the partitions it writes to
 	}

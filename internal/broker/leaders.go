@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-io/cairn/internal/controller"
 	"github.com/cairn-io/cairn/internal/group"
 	"github.com/cairn-io/cairn/internal/rpc"
+	"github.com/cairn-io/cairn/internal/txn"
 )
 
 // Leadership is decided by each partition's Raft group, not by the controller, so Metadata
@@ -276,6 +277,7 @@ func (b *Broker) leadershipLoop() {
 		last = time.Now()
 		var list []leaderEntry
 		nowLed := map[int32]bool{}
+		txnLed := map[int32]int32{}
 		var follow []*replica
 		b.mu.RLock()
 		for _, r := range b.replicas {
@@ -285,8 +287,11 @@ func (b *Broker) leadershipLoop() {
 				continue
 			}
 			list = append(list, leaderEntry{group: r.group, term: uint64(bd.LeaderEpoch), logStart: bd.LogStart, isr: nodeIDs(r.p.ISR())})
-			if r.name == group.OffsetsTopic {
+			switch r.name {
+			case group.OffsetsTopic:
 				nowLed[r.p.ID()] = true
+			case txn.StateTopic:
+				txnLed[r.p.ID()] = bd.LeaderEpoch
 			}
 		}
 		b.mu.RUnlock()
@@ -298,6 +303,7 @@ func (b *Broker) leadershipLoop() {
 			}
 		}
 		b.moveGroupShards(nowLed)
+		b.moveTxnShards(txnLed)
 		b.leaders.update(b.cfg.NodeID, list)
 		live := map[int32]bool{}
 		payload := encodeLeaders(list)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/controller"
-	"github.com/cairn-io/cairn/internal/group"
 )
 
 // Topic lifecycle: creating topics (placed, or on the replicas a CreateTopics request
@@ -157,8 +156,8 @@ func (b *Broker) DeleteTopic(name string) *Error {
 	if !ok {
 		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
 	}
-	if name == group.OffsetsTopic {
-		return errorf(kerr.InvalidTopicException, "%s is an internal topic that holds consumer group state; it cannot be deleted", name)
+	if IsInternalTopic(name) {
+		return errorf(kerr.InvalidTopicException, "%s is an internal topic that holds coordinator state; it cannot be deleted", name)
 	}
 	if _, err := b.propose(controller.DeleteTopic{Name: name, ID: t.ID}); err != nil {
 		return err
@@ -180,8 +179,8 @@ func (b *Broker) CreatePartitions(name string, count int32, validateOnly bool) *
 	}
 	cur := t.Partitions()
 	switch {
-	case name == group.OffsetsTopic:
-		return errorf(kerr.InvalidPartitions, "%s keeps the partition count it was created with: groups hash onto its partitions", name)
+	case IsInternalTopic(name):
+		return errorf(kerr.InvalidPartitions, "%s keeps the partition count it was created with: its ids hash onto its partitions", name)
 	case count < cur:
 		return errorf(kerr.InvalidPartitions, "topic %q has %d partitions; the count may only increase", name, cur)
 	case count == cur:

@@ -46,6 +46,9 @@ func init() {
 		21: {0, 2, handleDeleteRecords},
 		22: {0, 4, handleInitProducerID},
 		23: {0, 4, handleOffsetForLeaderEpoch},
+		24: {0, 3, handleAddPartitionsToTxn},
+		25: {0, 3, handleAddOffsetsToTxn},
+		26: {0, 3, handleEndTxn},
 		29: {0, 3, handleDescribeACLs},
 		30: {0, 3, handleCreateACLs},
 		31: {0, 3, handleDeleteACLs},
@@ -62,6 +65,8 @@ func init() {
 		50: {0, 0, handleDescribeUserSCRAMCredentials},
 		51: {0, 0, handleAlterUserSCRAMCredentials},
 		60: {0, 1, handleDescribeCluster},
+		65: {0, 0, handleDescribeTransactions},
+		66: {0, 1, handleListTransactions},
 	}
 }
 

@@ -45,7 +45,15 @@ func handleFindCoordinator(s *Server, ctx context.Context, kreq kmsg.Request) re
 			if !s.authorized(ctx, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key) {
 				return -1, "", -1, kerr.TransactionalIDAuthorizationFailed, ""
 			}
-			return -1, "", -1, kerr.InvalidRequest, "transactions are not supported yet: there is no transaction coordinator"
+			bi, kerrv := s.b.TxnCoordinator(key)
+			if kerrv != nil {
+				return -1, "", -1, kerrv, "the transaction state topic is not available yet"
+			}
+			bi, ok := bi.On(listenerOf(ctx))
+			if !ok {
+				return -1, "", -1, kerr.CoordinatorNotAvailable, "the transaction coordinator has no listener named " + listenerOf(ctx)
+			}
+			return bi.NodeID, bi.Host, bi.Port, nil, ""
 		default:
 			return -1, "", -1, kerr.InvalidRequest, "unknown coordinator key type"
 		}

@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/cairn-io/cairn/internal/group"
+	"github.com/cairn-io/cairn/internal/broker"
 )
 
 func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
@@ -100,7 +100,7 @@ func handleDeleteRecords(s *Server, ctx context.Context, kreq kmsg.Request) resp
 				continue
 			}
 			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
-			if kerrv == nil && rt.Topic == group.OffsetsTopic {
+			if kerrv == nil && broker.IsInternalTopic(rt.Topic) {
 				// Cutting the internal topic would silently drop committed offsets.
 				kerrv = kerr.InvalidTopicException
 			}
@@ -124,10 +124,7 @@ func handleInitProducerID(s *Server, ctx context.Context, kreq kmsg.Request) res
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 			return respond(resp)
 		}
-		// Transactions are not served yet. Kafka has no better code for "not supported"
-		// that clients take as final here.
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return respond(resp)
+		return initTransactionalProducerID(s, req, resp)
 	}
 	if !s.mayWriteIdempotently(ctx) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

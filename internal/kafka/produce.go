@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/cairn-io/cairn/internal/broker"
-	"github.com/cairn-io/cairn/internal/group"
 	"github.com/cairn-io/cairn/internal/partition"
 )
 
@@ -47,8 +46,11 @@ func handleProduce(s *Server, ctx context.Context, kreq kmsg.Request) respondFun
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		reject(kerr.InvalidRequiredAcks, "acks must be -1 (all), 0 or 1")
 		return respond(resp)
-	case req.TransactionID != nil:
-		reject(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported yet")
+	case req.TransactionID != nil && *req.TransactionID == "":
+		reject(kerr.InvalidRequest, "a transactional id may not be empty")
+		return respond(resp)
+	case req.TransactionID != nil && !s.authorized(ctx, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionID):
+		reject(kerr.TransactionalIDAuthorizationFailed, "not authorized to write as transactional id "+*req.TransactionID)
 		return respond(resp)
 	}
 
@@ -63,11 +65,18 @@ func handleProduce(s *Server, ctx context.Context, kreq kmsg.Request) respondFun
 				out.ErrorCode, out.ErrorMessage = kerr.TopicAuthorizationFailed.Code, strPtr("not authorized to write to topic "+rt.Topic)
 				continue
 			}
-			if rt.Topic == group.OffsetsTopic {
-				out.ErrorCode, out.ErrorMessage = kerr.InvalidTopicException.Code, strPtr(rt.Topic+" is internal: only the group coordinator writes it")
+			if broker.IsInternalTopic(rt.Topic) {
+				out.ErrorCode, out.ErrorMessage = kerr.InvalidTopicException.Code, strPtr(rt.Topic+" is internal: only its coordinator writes it")
 				continue
 			}
-			res, wait := s.b.Produce(requester, rt.Topic, rpart.Partition, rpart.Records, req.Acks, time.Duration(req.TimeoutMillis)*time.Millisecond)
+			timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+			var res partition.ProduceResult
+			var wait func(context.Context) partition.ProduceResult
+			if req.TransactionID != nil {
+				res, wait = s.b.ProduceTxn(requester, *req.TransactionID, rt.Topic, rpart.Partition, rpart.Records, req.Acks, timeout)
+			} else {
+				res, wait = s.b.Produce(requester, rt.Topic, rpart.Partition, rpart.Records, req.Acks, timeout)
+			}
 			fillProduce(out, res)
 			if wait != nil {
 				slots = append(slots, slot{out, wait})

@@ -30,6 +30,8 @@ const (
 
 	MsgTxnMarkerRequest  uint8 = 43 // internal/broker: write this transaction marker on a partition you lead
 	MsgTxnMarkerResponse uint8 = 44 // internal/broker: the marker is acknowledged, or why not
+	MsgTxnVerifyRequest  uint8 = 45 // internal/broker: is this partition in this producer's transaction?
+	MsgTxnVerifyResponse uint8 = 46 // internal/broker: the coordinator's answer
 )
 
 // The block of numbers kept for internal/cluster, its present types and future ones.
@@ -94,6 +96,8 @@ var messageTypes = [256]MessageType{
 
 	MsgTxnMarkerRequest:  {Name: "transaction marker request", Owner: "internal/broker", Direction: "transaction coordinator → partition leader"},
 	MsgTxnMarkerResponse: {Name: "transaction marker response", Owner: "internal/broker", Direction: "partition leader → transaction coordinator"},
+	MsgTxnVerifyRequest:  {Name: "transaction verify request", Owner: "internal/broker", Direction: "partition leader → transaction coordinator"},
+	MsgTxnVerifyResponse: {Name: "transaction verify response", Owner: "internal/broker", Direction: "transaction coordinator → partition leader"},
 }
 
 // LookupType returns the table's entry for a number, and whether the table has one.
