@@ -365,11 +365,15 @@ func (s *replicaScript) close() {
 }
 
 // TestReplicaScripts runs every script in testdata/ on a fresh driver, except those of
-// testdata/txnindex/, which step the transaction index alone (TestTxnIndexScript).
+// testdata/txnindex/, which step the transaction index alone (TestTxnIndexScript), and of
+// testdata/txnwrite/, which run on one sole-voter replica (TestTxnWriteScript).
 func TestReplicaScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if filepath.Base(filepath.Dir(path)) == "txnindex" {
+		switch filepath.Base(filepath.Dir(path)) {
+		case "txnindex":
 			t.Skip("a transaction index script")
+		case "txnwrite":
+			t.Skip("a transactional write script")
 		}
 		s := &replicaScript{t: t}
 		defer s.close()
