@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/kafkatest"
 	"github.com/cairn-io/cairn/internal/recordbatch"
@@ -171,5 +172,100 @@ func settleApplied(t *testing.T, p *Partition) {
 			t.Fatalf("the replica did not apply its log: %+v, applied to %d", b, p.appliedOffset())
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestTxnStateMovesWithLeadership: the leader's knowledge of a producer's transaction is
+// read from the log by whichever replica leads next. The new leader finds the
+// transaction open (its batch needs no verification), and the old one, leading again,
+// finds the marker the new one wrote, so the coordinator's resent marker appends nothing;
+// every replica's index agrees on the last stable offset throughout.
+func TestTxnStateMovesWithLeadership(t *testing.T) {
+	rs := newReplicaSet(t, false)
+	txnBatch := func(seq int32) []byte {
+		b := kafkatest.Plain(1, 1000)
+		b.ProducerID, b.ProducerEpoch, b.BaseSequence = 4, 0, seq
+		b.Attributes |= recordbatch.AttrTransactional
+		return b.Bytes()
+	}
+	produceTxn := func(p *Partition, seq int32, guard uint64) ProduceResult {
+		res, wait := p.ProduceTxn(txnBatch(seq), -1, guard)
+		if res.Err != nil {
+			return res
+		}
+		return waitResult(wait, 10*time.Second)
+	}
+	// moveLeader hands leadership from to to (the followers, hearing from their leader,
+	// would refuse a campaign's votes).
+	moveLeader := func(from, to uint64) *Partition {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if err := rs.hosts[from].TransferLeadership(1, to); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			err := rs.parts[to].waitFor(ctx, func(b *Boundaries) bool { return b.IsLeader && b.Committed >= b.LogEnd })
+			cancel()
+			if err == nil {
+				return rs.parts[to]
+			}
+		}
+		t.Fatalf("replica %d did not take leadership from %d", to, from)
+		return nil
+	}
+	lastStableEverywhere := func(want int64) {
+		t.Helper()
+		for _, id := range replicaIDs {
+			waitLastStable(t, rs.parts[id], want)
+		}
+	}
+
+	if res := produceAcked(rs.parts[1], kafkatest.Plain(2, 1000).Bytes(), 10*time.Second); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	guard, already := rs.parts[1].BeginTxnVerification(4, 0)
+	if already {
+		t.Fatal("a transaction nothing was written for is already open")
+	}
+	if res := produceTxn(rs.parts[1], 0, guard); res.Err != nil || res.BaseOffset != 2 {
+		t.Fatalf("verified transactional batch: %+v", res)
+	}
+	lastStableEverywhere(2)
+
+	p := moveLeader(1, 2)
+	if _, already := p.BeginTxnVerification(4, 0); !already {
+		t.Fatal("the new leader does not know the open transaction")
+	}
+	if res := produceTxn(p, 1, 0); res.Err != nil {
+		t.Fatalf("the transaction's next batch on the new leader: %+v", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := p.WriteMarker(ctx, 4, 0, false, 1)
+	if res.Err != nil {
+		t.Fatalf("abort marker: %+v", res)
+	}
+	marker := res.BaseOffset
+	lastStableEverywhere(marker + 1)
+	for _, id := range replicaIDs {
+		if got := rs.parts[id].AbortedTxns(0, marker+1); len(got) != 1 || got[0] != (AbortedTxn{ProducerID: 4, FirstOffset: 2, LastOffset: marker}) {
+			t.Fatalf("replica %d: aborted %+v", id, got)
+		}
+	}
+
+	p = moveLeader(2, 1)
+	end := p.Boundaries().LogEnd
+	if res := p.WriteMarker(ctx, 4, 0, false, 1); res.Err != nil || res.BaseOffset != marker {
+		t.Fatalf("the resent marker on replica 1: %+v, want the first one's offset %d", res, marker)
+	}
+	if got := p.Boundaries().LogEnd; got != end {
+		t.Fatalf("the resent marker moved the log end from %d to %d", end, got)
+	}
+	if res := p.WriteMarker(ctx, 4, 0, true, 0); res.Err != kerr.TransactionCoordinatorFenced {
+		t.Fatalf("a marker from an older coordinator on replica 1: %+v", res)
+	}
+	if res := produceTxn(p, 2, 0); res.Err != kerr.InvalidTxnState {
+		t.Fatalf("a batch after the abort, unverified: %+v", res)
 	}
 }
