@@ -19,7 +19,9 @@ func (e *ValidationError) Error() string { return e.Err.Message + ": " + e.Msg }
 
 // SplitBatches checks a produce payload, which may hold several RecordBatch v2 batches back to
 // back, and returns them. A payload that fails any check is rejected whole, so a bad request
-// never stores half a write.
+// never stores half a write. Control batches are refused (only the partition writes
+// markers); transactional batches pass the format checks, and whether one is admitted is
+// the produce path's decision (Produce refuses them, ProduceTxn requires them).
 func SplitBatches(records []byte, maxMessageBytes int32) ([][]byte, []recordbatch.Header, error) {
 	if len(records) == 0 {
 		return nil, nil, &ValidationError{kerr.InvalidRecord, "empty record set"}
@@ -53,9 +55,6 @@ func SplitBatches(records []byte, maxMessageBytes int32) ([][]byte, []recordbatc
 		}
 		if h.Attributes&recordbatch.AttrControl != 0 {
 			return nil, nil, &ValidationError{kerr.InvalidRecord, "clients may not produce control batches"}
-		}
-		if h.Attributes&recordbatch.AttrTransactional != 0 {
-			return nil, nil, &ValidationError{kerr.InvalidRecord, "transactions are not supported yet"}
 		}
 		if h.Codec() > recordbatch.CodecZstd {
 			return nil, nil, &ValidationError{kerr.CorruptMessage, "unknown compression codec"}

@@ -15,8 +15,13 @@ import (
 // latest record is kept, and tombstones go delete.retention.ms after their segment was
 // first compacted (see storage.Log.Compact). Only closed segments below the committed
 // offset take part, so nothing Raft may still truncate is compacted. Offsets, batch
-// headers and so idempotent-producer state are unchanged. It runs alongside produce and
-// fetch; the broker calls it on the retention schedule.
+// headers and so idempotent-producer state are unchanged. Transactions: compaction keeps
+// every control batch and every transactional batch whole (storage does not look inside
+// them), so a marker never goes while its transaction's data is stored, an open
+// transaction keeps its first batch, and the transaction index rebuilt from a compacted
+// log is the one it was. The cost is that aborted records are not dropped by compaction
+// (consumers skip them by the aborted index), which is simple and never wrong. It runs
+// alongside produce and fetch; the broker calls it on the retention schedule.
 func (p *Partition) Compact() error {
 	cfg := p.cfg.Load()
 	if !cfg.Compacts() {

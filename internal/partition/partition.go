@@ -1,5 +1,8 @@
 // Package partition owns Kafka semantics over one partition's log: validating produce
-// payloads, idempotent-producer dedupe, the acknowledgement boundaries of DESIGN.md §1
+// payloads, idempotent-producer dedupe, the write side of transactions (transactional
+// batches admitted once the partition is in the producer's transaction, and the markers
+// that end them, txnwrite.go) and the transaction index read_committed reads
+// (txnindex.go), the acknowledgement boundaries of DESIGN.md §1
 // (log end, flushed, majority replicated, committed, last visible), the flush policy
 // (strict fsync or write caching with flush.ms / flush.bytes), waiters for each acks stage,
 // and what Fetch and ListOffsets may see. It must not parse Kafka requests or touch the
@@ -83,6 +86,10 @@ type Partition struct {
 	// sequence check and the append it admits are one step.
 	appendMu  sync.Mutex
 	producers map[int64]*producerState
+	// guards are the KIP-890 verification guards handed out by BeginTxnVerification, by
+	// producer id (txnwrite.go); guardSeq the last one given (they are never reused).
+	guards   map[int64]txnGuard
+	guardSeq uint64
 	// prodTerm is the term the producer table was rebuilt for: a replica that becomes
 	// leader rebuilds it from its log, which holds every batch the old leader may have
 	// acknowledged. 0 forces a rebuild (a proposal failed).
@@ -152,6 +159,7 @@ func Open(opts Options) (*Partition, error) {
 		self:      opts.Self,
 		lg:        lg.With("topic", opts.Topic, "partition", opts.Partition),
 		producers: make(map[int64]*producerState),
+		guards:    make(map[int64]txnGuard),
 		caughtUp:  make(map[uint64]time.Time),
 		heldSeen:  make(map[uint64]uint64),
 		changed:   make(chan struct{}),

@@ -33,13 +33,20 @@ func failed(err *kerr.Error, msg string) ProduceResult {
 // acks -1 the caller must call wait, which returns once the batch is committed (strict) or
 // majority replicated (write caching), fails with NOT_LEADER_OR_FOLLOWER if a new leader
 // truncated it, or REQUEST_TIMED_OUT when ctx ends. Nothing is stored when validation or
-// admission fails.
+// admission fails. A transactional batch is refused here: it is admitted only through
+// ProduceTxn, once the partition is known to be in the producer's transaction.
 func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx context.Context) ProduceResult) {
-	batch, h, rejected := validateProduce(p.cfg.Load(), records)
+	batch, h, rejected := validateProduce(p.cfg.Load(), records, false)
 	if rejected != nil {
 		return *rejected, nil
 	}
+	return p.appendBatch(batch, h, acks, plainAdmit{})
+}
 
+// appendBatch is the write path every batch shares, a client's or a transaction marker:
+// the replicate window, admission under appendMu (the common checks, then adm's), the
+// proposal, and the acknowledgement acks asks for. batch must be validated already.
+func (p *Partition) appendBatch(batch []byte, h recordbatch.Header, acks int16, adm admitter) (ProduceResult, func(ctx context.Context) ProduceResult) {
 	size := int64(len(batch))
 	if !p.reserveWindow(size) {
 		return failed(kerr.RequestTimedOut, "the partition's in-flight window stayed full: replication is not keeping up; retry"), nil
@@ -53,15 +60,15 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 	}
 
 	p.appendMu.Lock()
-	adm := p.admitLocked(h, acks)
-	b := adm.bounds
-	if adm.rejected != nil || adm.duplicate {
+	dec := p.admitLocked(h, acks, adm)
+	b := dec.bounds
+	if dec.rejected != nil || dec.duplicate {
 		p.appendMu.Unlock()
 		unreserve()
-		if adm.rejected != nil {
-			return *adm.rejected, nil
+		if dec.rejected != nil {
+			return *dec.rejected, nil
 		}
-		return p.produceDuplicate(h, adm.dupOf, acks, b.LogStart)
+		return p.produceDuplicate(h, dec.dupOf, acks, b.LogStart)
 	}
 	// The batch is proposed where it lies in the request frame: etcd raft clones a proposed
 	// entry when it appends it, and the host drops its reference once raft has appended it,
@@ -77,7 +84,7 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 		unreserve()
 		return p.proposalFailed(err), nil
 	}
-	p.recordSequence(h, 0, prop)
+	adm.admittedLocked(p, h, prop)
 	if len(p.unsettled) >= 64 {
 		p.unsettled = slices.DeleteFunc(p.unsettled, (*raft.Proposal).Settled)
 	}
@@ -107,10 +114,11 @@ func (p *Partition) Produce(records []byte, acks int16) (ProduceResult, func(ctx
 }
 
 // validateProduce checks a produce payload against the topic's configuration: exactly
-// one well-formed batch within max.message.bytes, with records the topic accepts. It
-// reads no partition state, so it runs before the request takes any of the partition's
-// locks or window.
-func validateProduce(cfg *config.TopicConfig, records []byte) ([]byte, recordbatch.Header, *ProduceResult) {
+// one well-formed batch within max.message.bytes, with records the topic accepts,
+// transactional exactly when txn is set (and then from an idempotent producer, as every
+// transactional producer is). It reads no partition state, so it runs before the request
+// takes any of the partition's locks or window.
+func validateProduce(cfg *config.TopicConfig, records []byte, txn bool) ([]byte, recordbatch.Header, *ProduceResult) {
 	reject := func(err *kerr.Error, msg string) ([]byte, recordbatch.Header, *ProduceResult) {
 		r := failed(err, msg)
 		return nil, recordbatch.Header{}, &r
@@ -124,10 +132,19 @@ func validateProduce(cfg *config.TopicConfig, records []byte) ([]byte, recordbat
 	if len(batches) != 1 {
 		return reject(kerr.InvalidRecord, "a produce request must carry exactly one record batch per partition")
 	}
+	h := headers[0]
+	switch isTxn := h.Attributes&recordbatch.AttrTransactional != 0; {
+	case isTxn && !txn:
+		return reject(kerr.InvalidRecord, "a transactional batch needs a transactional id")
+	case !isTxn && txn:
+		return reject(kerr.InvalidRecord, "a transactional produce must carry a transactional batch")
+	case isTxn && (h.ProducerID < 0 || h.ProducerEpoch < 0 || h.BaseSequence < 0):
+		return reject(kerr.InvalidRecord, "a transactional batch must carry a producer id, epoch and sequence")
+	}
 	if verr := checkRecords(cfg, batches[0]); verr != nil {
 		return reject(verr.Err, verr.Msg)
 	}
-	return batches[0], headers[0], nil
+	return batches[0], h, nil
 }
 
 // admission is admitLocked's decision on a validated batch: refused (rejected set), a
@@ -141,14 +158,54 @@ type admission struct {
 	dupOf     seqBatch
 }
 
+// admitter is what admission does differently for a client's batch, a transactional batch
+// and a transaction marker. Both methods run under appendMu on the leader, with the
+// producer table current: decideLocked refuses the batch, names the original of a retry,
+// or admits it (bounds are filled in by admitLocked); admittedLocked records the proposed
+// batch in the producer table.
+type admitter interface {
+	decideLocked(p *Partition, h recordbatch.Header) admission
+	admittedLocked(p *Partition, h recordbatch.Header, prop *raft.Proposal)
+}
+
+func refuse(err *kerr.Error, msg string) admission {
+	r := failed(err, msg)
+	return admission{rejected: &r}
+}
+
+// plainAdmit admits a client's non-transactional batch: idempotent producers' sequence
+// rules. It is empty, so passing it as an admitter allocates nothing.
+type plainAdmit struct{}
+
+func (plainAdmit) decideLocked(p *Partition, h recordbatch.Header) admission {
+	dupOf, dup, verr := p.checkSequence(h)
+	switch {
+	case verr != nil:
+		return refuse(verr.Err, verr.Msg)
+	case dup:
+		return admission{duplicate: true, dupOf: dupOf}
+	}
+	// As Kafka does: a batch outside the transaction would land inside it, where neither
+	// a commit nor an abort covers it.
+	if st := p.producers[h.ProducerID]; h.ProducerID >= 0 && st != nil && st.txnOpen {
+		return refuse(kerr.InvalidTxnState, "the producer has a transaction open on this partition: its batches must be transactional")
+	}
+	return admission{}
+}
+
+func (plainAdmit) admittedLocked(p *Partition, h recordbatch.Header, prop *raft.Proposal) {
+	p.recordSequence(h, 0, prop)
+}
+
 // admitLocked decides whether this replica may append a validated batch now: it must be
 // open and lead; an acks=all batch needs min.insync.replicas in-sync replicas before it
-// is appended (DESIGN.md §3); and an idempotent producer's batch must follow on its
-// sequence, or repeat one already admitted. It runs under appendMu, held until the batch
-// it admits is proposed, so the producer-table check and the proposal are one step. The
-// cheap checks come first: a replica that does not lead, or an acks=all batch that
-// min.insync refuses, costs no rebuild of the producer table from the log.
-func (p *Partition) admitLocked(h recordbatch.Header, acks int16) admission {
+// is appended (DESIGN.md §3); and then adm decides (for an idempotent producer's batch, it
+// must follow on its sequence, or repeat one already admitted). It runs under appendMu,
+// held until the batch it admits is proposed, so the producer-table check and the
+// proposal are one step. The cheap checks come first: a replica that does not lead, or an
+// acks=all batch that min.insync refuses, costs no rebuild of the producer table from the
+// log.
+func (p *Partition) admitLocked(h recordbatch.Header, acks int16, adm admitter) admission {
 	b := p.Boundaries()
 	reject := func(err *kerr.Error, msg string) admission {
 		r := failed(err, msg)
@@ -175,21 +232,26 @@ func (p *Partition) admitLocked(h recordbatch.Header, acks int16) admission {
 			return reject(kerr.NotEnoughReplicas, rackShort)
 		}
 	}
-	if p.prodTerm != uint64(b.LeaderEpoch) {
-		if err := p.rebuildProducersLocked(); err != nil {
-			p.lg.Error("rebuilding producer state", "err", err)
-			return reject(kerr.KafkaStorageError, err.Error())
-		}
-		p.prodTerm = uint64(b.LeaderEpoch)
+	if err := p.currentProducersLocked(b); err != nil {
+		return reject(kerr.KafkaStorageError, err.Error())
 	}
-	dupOf, dup, verr := p.checkSequence(h)
-	if verr != nil {
-		return reject(verr.Err, verr.Msg)
+	dec := adm.decideLocked(p, h)
+	dec.bounds = b
+	return dec
+}
+
+// currentProducersLocked rebuilds the producer table from the log if it was not built for
+// the term b is in (under appendMu, on the leader).
+func (p *Partition) currentProducersLocked(b Boundaries) error {
+	if p.prodTerm == uint64(b.LeaderEpoch) {
+		return nil
 	}
-	if dup {
-		return admission{bounds: b, duplicate: true, dupOf: dupOf}
+	if err := p.rebuildProducersLocked(); err != nil {
+		p.lg.Error("rebuilding producer state", "err", err)
+		return err
 	}
-	return admission{bounds: b}
+	p.prodTerm = uint64(b.LeaderEpoch)
+	return nil
 }
 
 // produceDuplicate answers a retried batch with the offset of its original. For acks=-1
@@ -235,7 +297,7 @@ func (p *Partition) produceDuplicate(h recordbatch.Header, orig seqBatch, acks i
 }
 
 // storedIs reports whether the visible batch at base is h's (same producer, epoch and
-// sequence range).
+// sequence range, and both markers or both data).
 func (p *Partition) storedIs(base int64, h recordbatch.Header) bool {
 	raw, err := p.log.ReadBatches(base, 1, p.Boundaries().LastVisible)
 	if err != nil || len(raw) == 0 {
@@ -243,7 +305,8 @@ func (p *Partition) storedIs(base int64, h recordbatch.Header) bool {
 	}
 	got, ok := recordbatch.ParseHeader(raw)
 	return ok && got.BaseOffset == base && got.ProducerID == h.ProducerID && got.ProducerEpoch == h.ProducerEpoch &&
-		got.BaseSequence == h.BaseSequence && got.LastSequence() == h.LastSequence()
+		got.BaseSequence == h.BaseSequence && got.LastSequence() == h.LastSequence() &&
+		got.Attributes&recordbatch.AttrControl == h.Attributes&recordbatch.AttrControl
 }
 
 // rebuildProducersLocked rebuilds the producer table from the log once every proposal in
@@ -256,6 +319,10 @@ func (p *Partition) rebuildProducersLocked() error {
 	}
 	p.unsettled = p.unsettled[:0]
 	clear(p.producers)
+	// A guard is not in the log: the rebuilt table may hold a marker this replica applied
+	// as a follower after the guard was given, and a guard that outlived that marker would
+	// admit a late batch into a transaction already ended (KIP-890's hanging transaction).
+	clear(p.guards)
 	return p.rebuildProducers()
 }
 

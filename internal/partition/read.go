@@ -129,7 +129,12 @@ func (p *Partition) LeaderEpoch() int32 { return p.Boundaries().LeaderEpoch }
 // IsLeader reports whether this replica leads the partition.
 func (p *Partition) IsLeader() bool { return p.Boundaries().IsLeader }
 
-// DeleteRecords advances the log start offset; -1 means the high watermark.
+// DeleteRecords advances the log start offset; -1 means the high watermark. It returns the
+// low watermark reached, which is below the offset asked for when a transaction open on
+// the partition starts below it: the log start never passes an open transaction's first
+// offset (its batches must stay, for the transaction index of every replica, and of one
+// rebuilt from the log, to agree on it). The caller answers with the offset reached, as
+// Kafka answers with the low watermark.
 func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
 	b := p.Boundaries()
 	if !b.IsLeader {
@@ -153,6 +158,10 @@ func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
 	if b = p.Boundaries(); !b.IsLeader {
 		return -1, kerr.NotLeaderForPartition
 	}
+	// Everything below offset is applied, so the index knows every transaction open there.
+	if first, ok := p.oldestOpenTxn(); ok {
+		offset = min(offset, first)
+	}
 	if offset <= b.LogStart {
 		return b.LogStart, nil
 	}
@@ -166,13 +175,17 @@ func (p *Partition) DeleteRecords(offset int64) (int64, *kerr.Error) {
 
 // FollowLogStart moves a follower's log start up to the leader's, so DeleteRecords and
 // the leader's retention hold on every replica (deleted records do not come back after a
-// failover). It never goes past what this replica knows committed; the next call (the
-// leader repeats it) goes further.
+// failover). It never goes past what this replica knows committed, nor an open
+// transaction's first offset (the leader's start does not either: this only keeps the
+// rule on a replica whose index lags); the next call (the leader repeats it) goes further.
 func (p *Partition) FollowLogStart(start int64) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	b := p.Boundaries()
 	start = min(start, b.Committed, p.appliedOffset())
+	if first, ok := p.oldestOpenTxn(); ok {
+		start = min(start, first)
+	}
 	if b.IsLeader || start <= b.LogStart {
 		return nil
 	}
@@ -184,7 +197,9 @@ func (p *Partition) FollowLogStart(start int64) error {
 }
 
 // EnforceRetention deletes old segments by the topic's retention.ms and retention.bytes,
-// when its cleanup.policy includes delete.
+// when its cleanup.policy includes delete. It deletes no segment holding entries this
+// replica has not applied, nor any at or past the first offset of an open transaction:
+// retention waits for the transaction to end (as Kafka's does, at the last stable offset).
 func (p *Partition) EnforceRetention() error {
 	cfg := p.cfg.Load()
 	if !cfg.Deletes() || (cfg.RetentionMs < 0 && cfg.RetentionBytes < 0) {
@@ -193,9 +208,12 @@ func (p *Partition) EnforceRetention() error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
-	applied := p.applied
+	upTo := p.applied
 	p.mu.Unlock()
-	start, err := p.log.EnforceRetentionUpTo(cfg.RetentionMs, cfg.RetentionBytes, applied)
+	if first, ok := p.oldestOpenTxn(); ok {
+		upTo = p.indexEndingBy(first, upTo)
+	}
+	start, err := p.log.EnforceRetentionUpTo(cfg.RetentionMs, cfg.RetentionBytes, upTo)
 	if err != nil {
 		return err
 	}

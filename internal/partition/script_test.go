@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/kafkatest"
@@ -156,6 +158,64 @@ var replicaCommands = map[string]func(s *replicaScript, td *datadriven.TestData)
 			return fmt.Sprintf("%s: appended at offset %d; acks=all waits", name, pr.res.BaseOffset)
 		}
 		return name + ": " + answer(pr.res)
+	},
+	// marker H NAME pid=N epoch=N outcome=commit|abort [coord=N]: host H's replica is asked to
+	// write a transaction marker (WriteMarker, always at acks=all strength). It prints the
+	// answer if the marker was refused before it was appended, else where it was appended
+	// (await gives the answer). Host H's ready handling runs until one of them happens.
+	"marker": func(s *replicaScript, td *datadriven.TestData) string {
+		args := rafttest.Positional(td)
+		if len(args) != 2 {
+			s.t.Fatalf("%s: marker H NAME", td.Pos)
+		}
+		id, name := rafttest.ParseID(s.t, args[0]), args[1]
+		if _, ok := s.produced[name]; ok {
+			s.t.Fatalf("%s: %s produced already", td.Pos, name)
+		}
+		var pid int64
+		var epoch int16
+		var coord int32
+		td.ScanArgs(s.t, "pid", &pid)
+		td.ScanArgs(s.t, "epoch", &epoch)
+		td.MaybeScanArgs(s.t, "coord", &coord)
+		var outcome string
+		td.ScanArgs(s.t, "outcome", &outcome)
+		if outcome != "commit" && outcome != "abort" {
+			s.t.Fatalf("%s: outcome commit or abort, not %q", td.Pos, outcome)
+		}
+		p := s.part(id)
+		end := p.log.LogEndOffset()
+		done := make(chan ProduceResult, 1)
+		// The script's answer is taken by await, at the latest when the scenario closes
+		// the replica (a closed replica's waiters end).
+		go func() {
+			done <- p.WriteMarker(context.Background(), pid, epoch, outcome == "commit", coord)
+		}()
+		var early *ProduceResult
+		s.d.ProcessWhile(id, func() {
+			for p.log.LogEndOffset() == end {
+				select {
+				case r := <-done:
+					early = &r
+					return
+				default:
+					runtime.Gosched()
+				}
+			}
+		})
+		if early != nil {
+			s.produced[name] = &production{res: *early}
+			return name + ": " + answer(*early)
+		}
+		s.produced[name] = &production{wait: func(ctx context.Context) ProduceResult {
+			select {
+			case r := <-done:
+				return r
+			case <-ctx.Done():
+				return failed(kerr.RequestTimedOut, "the marker was not acknowledged in time")
+			}
+		}}
+		return fmt.Sprintf("%s: appended at offset %d; waits for acks=all", name, end)
 	},
 	// await NAME: the acks=all answer NAME's producer gets, which the steps so far must
 	// have decided (acknowledged, or failed): it fails the test if the batch's waiter
@@ -365,11 +425,15 @@ func (s *replicaScript) close() {
 }
 
 // TestReplicaScripts runs every script in testdata/ on a fresh driver, except those of
-// testdata/txnindex/, which step the transaction index alone (TestTxnIndexScript).
+// testdata/txnindex/, which step the transaction index alone (TestTxnIndexScript), and of
+// testdata/txnwrite/, which run on one sole-voter replica (TestTxnWriteScript).
 func TestReplicaScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if filepath.Base(filepath.Dir(path)) == "txnindex" {
+		switch filepath.Base(filepath.Dir(path)) {
+		case "txnindex":
 			t.Skip("a transaction index script")
+		case "txnwrite":
+			t.Skip("a transactional write script")
 		}
 		s := &replicaScript{t: t}
 		defer s.close()

@@ -10,8 +10,9 @@ import (
 	"github.com/cairn-io/cairn/internal/recordbatch"
 )
 
-// appendRaw proposes a batch past Produce's validation (which refuses transactional and
-// control batches from clients) and waits for it to commit, as the transaction path will.
+// appendRaw proposes a batch past every admission check (Produce's, ProduceTxn's and
+// WriteMarker's) and waits for it to commit: the transaction index is tested on the log
+// alone, whatever wrote it.
 func (h *harness) appendRaw(batch []byte) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

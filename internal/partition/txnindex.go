@@ -24,11 +24,10 @@ import (
 //     to drop the aborted records themselves (Kafka serves aborted data and lets the
 //     client filter it, so read_uncommitted and read_committed read the same bytes).
 //
-// Not yet: retention and DeleteRecords must not pass the first offset of an open
-// transaction. Trimming never drops an open transaction, but a replica that rebuilds its
-// index after retention removed that first batch finds the transaction at its first batch
-// still stored, so two replicas could disagree on the last stable offset, and a change of
-// leader could move it backwards. Transactional produce is refused until that bound is in.
+// Retention and DeleteRecords never move the log start past the first offset of an open
+// transaction (read.go): a replica that rebuilds its index from its log finds every open
+// transaction at its true first batch, so all replicas agree on the last stable offset,
+// and a change of leader never moves it backwards.
 //
 // A marker of a producer that has no transaction open here (a partition that was added
 // to a transaction but got no data) leaves nothing in the index: there is nothing for a
