@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/cairn-io/cairn/internal/group"
 	"github.com/cairn-io/cairn/internal/partition"
 	"github.com/cairn-io/cairn/internal/rpc"
 )
@@ -132,7 +133,13 @@ func (b *Broker) writeMarkerHere(ctx context.Context, m TxnMarker) partition.Pro
 	if !p.IsLeader() {
 		return produceFailed(kerr.NotLeaderForPartition, "this broker no longer leads the partition")
 	}
-	return writeMarkerOn(ctx, p, m)
+	res := writeMarkerOn(ctx, p, m)
+	if res.Err == nil && m.Topic == group.OffsetsTopic && b.groups != nil {
+		// The group coordinator of this partition is this broker: it settles the
+		// transaction's pending offsets now that the marker is durable.
+		b.groups.CompleteTxn(m.Partition, m.ProducerID, m.Commit)
+	}
+	return res
 }
 
 // handleTxnMarker serves markers for other brokers' coordinators and hands their answers

@@ -124,6 +124,9 @@ func (b *Broker) ProduceTxn(requester Requester, id, topic string, part int32, r
 	if !ok || h.Attributes&recordbatch.AttrTransactional == 0 {
 		return b.Produce(requester, topic, part, records, acks, timeout)
 	}
+	if h.ProducerID < 0 || h.BaseSequence < 0 {
+		return produceFailed(kerr.InvalidRecord, "a transactional batch needs a producer id and sequence numbers"), nil
+	}
 	t, ok := b.topic(topic)
 	if !ok || part < 0 || part >= t.Partitions() {
 		return produceFailed(kerr.UnknownTopicOrPartition, ""), nil

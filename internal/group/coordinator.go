@@ -82,12 +82,14 @@ type Coordinator struct {
 	lg   *slog.Logger
 	now  func() time.Time
 
-	mu         sync.Mutex
-	shards     []shardState
-	loadGen    []int // bumped on every leadership change, so a stale load is discarded
-	groups     map[string]*group
-	closed     bool
-	nextExpiry time.Time
+	mu      sync.Mutex
+	shards  []shardState
+	loadGen []int // bumped on every leadership change, so a stale load is discarded
+	groups  map[string]*group
+	// lateMarkers are the transaction markers that landed on a shard while it loaded.
+	lateMarkers map[int32][]lateMarker
+	closed      bool
+	nextExpiry  time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -97,7 +99,7 @@ type Coordinator struct {
 // New makes a coordinator; it serves nothing until BecomeLeader is called for partitions.
 func New(opts Options) *Coordinator {
 	c := &Coordinator{host: opts.Host, n: opts.Partitions, cfg: opts.Config, lg: opts.Logger, now: opts.Now,
-		groups: map[string]*group{}, shards: make([]shardState, max(opts.Partitions, 0)), loadGen: make([]int, max(opts.Partitions, 0))}
+		groups: map[string]*group{}, lateMarkers: map[int32][]lateMarker{}, shards: make([]shardState, max(opts.Partitions, 0)), loadGen: make([]int, max(opts.Partitions, 0))}
 	if c.lg == nil {
 		c.lg = slog.Default()
 	}
@@ -181,6 +183,7 @@ func (c *Coordinator) BecomeLeader(i int32) {
 		return
 	}
 	c.shards[i] = shardLoading
+	delete(c.lateMarkers, i)
 	c.loadGen[i]++
 	gen := c.loadGen[i]
 	c.wg.Add(1)
@@ -227,6 +230,7 @@ func (c *Coordinator) load(i int32, gen int) {
 				c.groups[id] = g
 			}
 			c.shards[i] = shardActive
+			c.applyLateMarkersLocked(i)
 			c.mu.Unlock()
 			level := slog.LevelDebug
 			if len(groups) > 0 {
@@ -276,7 +280,7 @@ func (c *Coordinator) replay(i int32) (map[string]*group, error) {
 		if len(res.Records) == 0 {
 			break
 		}
-		next, skipped, err := recordbatch.WalkRecords(res.Records, r.apply)
+		next, skipped, err := recordbatch.WalkBatchRecords(res.Records, r.apply, r.marker)
 		if skipped > 0 {
 			c.lg.Warn("skipped compressed batches in __consumer_offsets (the coordinator writes none)", "partition", i, "batches", skipped)
 		}
@@ -315,11 +319,36 @@ func (r *replayer) get(id string) *group {
 	return g
 }
 
-func (r *replayer) apply(offset int64, key, value []byte) error {
+// marker settles the pending transactional offsets of a producer, as a marker does when
+// it lands.
+func (r *replayer) marker(h *recordbatch.Header, typ recordbatch.ControlType, ok bool) {
+	if !ok || h.ProducerID < 0 {
+		return
+	}
+	for _, g := range r.groups {
+		g.completeTxn(h.ProducerID, typ == recordbatch.ControlCommit)
+	}
+}
+
+func (r *replayer) apply(h *recordbatch.Header, offset int64, key, value []byte) error {
 	rec, err := decodeRecord(key, value)
 	if err != nil {
 		if len(r.bad) < 10 {
 			r.bad = append(r.bad, err)
+		}
+		return nil
+	}
+	if h.Attributes&recordbatch.AttrTransactional != 0 && h.ProducerID >= 0 {
+		if rec.isOffset && rec.offset != nil {
+			v := rec.offset
+			g := r.get(rec.group)
+			pend := g.txnPending[h.ProducerID]
+			if pend == nil {
+				pend = map[tp]*committed{}
+				g.txnPending[h.ProducerID] = pend
+			}
+			pend[rec.tp] = &committed{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata,
+				commitMs: v.CommitTimestamp, expireMs: -1, logOffset: offset}
 		}
 		return nil
 	}
@@ -387,7 +416,7 @@ func (r *replayer) apply(offset int64, key, value []byte) error {
 
 // dropIfEmpty forgets a replayed group that has neither offsets nor metadata left.
 func (r *replayer) dropIfEmpty(g *group) {
-	if len(g.offsets) == 0 && len(g.members) == 0 && g.protocolType == "" && g.generation == 0 {
+	if len(g.offsets) == 0 && len(g.txnPending) == 0 && len(g.members) == 0 && g.protocolType == "" && g.generation == 0 {
 		delete(r.groups, g.id)
 	}
 }
@@ -452,12 +481,21 @@ func newMemberID(prefix string) string {
 // write is as durable as acks=-1 requires, or failed (err set), or never when the
 // coordinator closes first. It returns the log offset of the first record, or -1.
 func (c *Coordinator) writeLocked(shard int32, recs []kv, cfg config.ClusterConfig, done func(err *kerr.Error)) int64 {
+	batch := encodeBatch(recs, c.now().UnixMilli())
+	return c.writeBatchLocked(shard, cfg, func(p *partition.Partition) (partition.ProduceResult, func(context.Context) partition.ProduceResult) {
+		return p.Produce(batch, -1)
+	}, done)
+}
+
+// writeBatchLocked is writeLocked for a batch that produce appends to the partition.
+func (c *Coordinator) writeBatchLocked(shard int32, cfg config.ClusterConfig,
+	produce func(p *partition.Partition) (partition.ProduceResult, func(context.Context) partition.ProduceResult), done func(err *kerr.Error)) int64 {
 	p := c.host.OffsetsPartition(shard)
 	if p == nil {
 		done(kerr.NotCoordinator)
 		return -1
 	}
-	res, wait := p.Produce(encodeBatch(recs, c.now().UnixMilli()), -1)
+	res, wait := produce(p)
 	if res.Err != nil || wait == nil {
 		if res.Err != nil {
 			c.lg.Warn("writing to __consumer_offsets failed", "partition", shard, "err", res.Err.Message, "msg", res.Msg)

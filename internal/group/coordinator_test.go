@@ -217,14 +217,14 @@ func TestCommitToUnknownTopicStoresNothingForIt(t *testing.T) {
 	if e.logEnd() != before+1 {
 		t.Fatalf("wrote %d records, want only the valid one", e.logEnd()-before)
 	}
-	all, err := e.c.FetchOffsets("simple", nil)
+	all, err := e.c.FetchOffsets("simple", nil, false)
 	if err != nil || len(all) != 1 || all[0].Topic != "orders" || all[0].Partition != 1 || all[0].Offset != 9 ||
 		all[0].LeaderEpoch != 3 || all[0].Metadata != "m" {
 		t.Fatalf("stored: %+v %v", all, err)
 	}
 	// Nothing remains after a reload either.
 	e.reload()
-	if all, _ := e.c.FetchOffsets("simple", nil); len(all) != 1 {
+	if all, _ := e.c.FetchOffsets("simple", nil, false); len(all) != 1 {
 		t.Fatalf("after reload: %+v", all)
 	}
 }
@@ -412,10 +412,10 @@ func TestOffsetsExpire(t *testing.T) {
 	}
 	// The tombstones are durable: nothing returns on reload.
 	e.reload()
-	if got, _ := e.c.FetchOffsets("simple", nil); len(got) != 0 {
+	if got, _ := e.c.FetchOffsets("simple", nil, false); len(got) != 0 {
 		t.Fatalf("after reload: %+v", got)
 	}
-	if got, _ := e.c.FetchOffsets("managed", nil); len(got) != 0 {
+	if got, _ := e.c.FetchOffsets("managed", nil, false); len(got) != 0 {
 		t.Fatalf("after reload: %+v", got)
 	}
 	if l, _ := e.c.ListGroups(nil); len(l) != 0 {
@@ -470,7 +470,7 @@ func TestDeleteGroupsAndOffsets(t *testing.T) {
 		t.Fatalf("after delete: %+v", d)
 	}
 	e.reload()
-	if got, _ := e.c.FetchOffsets("g", nil); len(got) != 0 {
+	if got, _ := e.c.FetchOffsets("g", nil, false); len(got) != 0 {
 		t.Fatalf("offsets after delete and reload: %+v", got)
 	}
 	if top, _ := e.c.DeleteOffsets("g", nil); top != kerr.GroupIDNotFound {
@@ -491,7 +491,7 @@ func TestLoadInProgressAndUnavailable(t *testing.T) {
 	e.c.BecomeLeader(shard)
 	wantErr(t, "while loading", e.c.Ready("g"), kerr.CoordinatorLoadInProgress)
 	wantErr(t, "join while loading", recvJoin(t, e.c.Join(joinReq("g", "", "c", "orders"))).Err, kerr.CoordinatorLoadInProgress)
-	if _, err := e.c.FetchOffsets("g", nil); err != kerr.CoordinatorLoadInProgress {
+	if _, err := e.c.FetchOffsets("g", nil, false); err != kerr.CoordinatorLoadInProgress {
 		t.Fatalf("fetch while loading: %v", err)
 	}
 	e.host.mu.Lock()

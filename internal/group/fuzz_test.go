@@ -48,7 +48,7 @@ func FuzzDecodeGroupRecord(f *testing.F) {
 			}
 		}
 		r := newReplayer(0, testEpoch)
-		recordbatch.WalkRecords(batch, r.apply)
+		recordbatch.WalkBatchRecords(batch, r.apply, r.marker)
 		// Every record of a batch the coordinator builds is seen, in order.
 		var seen []kv
 		raw := encodeBatch([]kv{{key, value}, {value, nil}}, 1)

@@ -123,6 +123,9 @@ type group struct {
 	// was in flight: a commit written before the deletion must not resurrect it.
 	inflight  map[tp]int
 	deletedAt map[tp]int64
+	// txnPending holds, per producer id, the offsets its open transaction committed
+	// (txnoffsets.go).
+	txnPending map[int64]map[tp]*committed
 }
 
 func newGroup(id string, shard int32, now time.Time) *group {
@@ -130,6 +133,7 @@ func newGroup(id string, shard int32, now time.Time) *group {
 		id: id, shard: shard, state: Empty, stateSince: now,
 		members: map[string]*member{}, static: map[string]string{}, pending: map[string]time.Time{},
 		offsets: map[tp]*committed{}, inflight: map[tp]int{}, deletedAt: map[tp]int64{},
+		txnPending: map[int64]map[tp]*committed{},
 	}
 }
 

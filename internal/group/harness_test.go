@@ -292,7 +292,7 @@ func simpleCommit(group, topic string, partition int32, offset int64) CommitRequ
 
 func (e *env) fetched(group, topic string, partition int32) int64 {
 	e.t.Helper()
-	fs, err := e.c.FetchOffsets(group, []FetchTopic{{Topic: topic, Partitions: []int32{partition}}})
+	fs, err := e.c.FetchOffsets(group, []FetchTopic{{Topic: topic, Partitions: []int32{partition}}}, false)
 	if err != nil {
 		e.t.Fatalf("FetchOffsets: %v", err)
 	}

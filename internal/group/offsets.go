@@ -90,40 +90,7 @@ func (c *Coordinator) Commit(req CommitRequest) CommitWait {
 		g.members[req.MemberID].heartbeat = now
 	}
 
-	out := commitErrors(req, nil)
-	type slot struct {
-		i, j int
-		tp   tp
-		c    committed
-	}
-	var slots []slot
-	var recs []kv
-	for i, t := range req.Topics {
-		count, ok := c.host.PartitionCount(t.Topic)
-		for j, p := range t.Partitions {
-			switch {
-			case !ok || p.Partition < 0 || p.Partition >= count:
-				out[i][j] = kerr.UnknownTopicOrPartition
-				continue
-			case p.Metadata != nil && len(*p.Metadata) > int(cfg.OffsetMetadataMaxBytes):
-				out[i][j] = kerr.OffsetMetadataTooLarge
-				continue
-			}
-			cm := committed{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitMs: now.UnixMilli(), expireMs: -1}
-			if p.Metadata != nil {
-				cm.metadata = *p.Metadata
-			}
-			if p.TimestampMs >= 0 {
-				cm.commitMs = p.TimestampMs
-			}
-			if req.RetentionMs >= 0 {
-				cm.expireMs = cm.commitMs + req.RetentionMs
-			}
-			k := tp{t.Topic, p.Partition}
-			slots = append(slots, slot{i, j, k, cm})
-			recs = append(recs, kv{key: offsetKey(g.id, k), value: offsetValue(cm)})
-		}
-	}
+	out, slots, recs := c.commitRecordsLocked(g, req, now, cfg.OffsetMetadataMaxBytes)
 	if len(recs) == 0 {
 		return settled(out)
 	}
@@ -169,24 +136,70 @@ func (c *Coordinator) Commit(req CommitRequest) CommitWait {
 	}
 }
 
+// commitSlot is one offset of a commit request about to be written: where it is in the
+// request, and the offset it commits.
+type commitSlot struct {
+	i, j int
+	tp   tp
+	c    committed
+}
+
+// commitRecordsLocked checks each offset of a commit and builds the records of those that
+// pass: out holds the errors of those that do not.
+func (c *Coordinator) commitRecordsLocked(g *group, req CommitRequest, now time.Time, maxMetadata int32) ([][]*kerr.Error, []commitSlot, []kv) {
+	out := commitErrors(req, nil)
+	var slots []commitSlot
+	var recs []kv
+	for i, t := range req.Topics {
+		count, ok := c.host.PartitionCount(t.Topic)
+		for j, p := range t.Partitions {
+			switch {
+			case !ok || p.Partition < 0 || p.Partition >= count:
+				out[i][j] = kerr.UnknownTopicOrPartition
+				continue
+			case p.Metadata != nil && len(*p.Metadata) > int(maxMetadata):
+				out[i][j] = kerr.OffsetMetadataTooLarge
+				continue
+			}
+			cm := committed{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitMs: now.UnixMilli(), expireMs: -1}
+			if p.Metadata != nil {
+				cm.metadata = *p.Metadata
+			}
+			if p.TimestampMs >= 0 {
+				cm.commitMs = p.TimestampMs
+			}
+			if req.RetentionMs >= 0 {
+				cm.expireMs = cm.commitMs + req.RetentionMs
+			}
+			k := tp{t.Topic, p.Partition}
+			slots = append(slots, commitSlot{i, j, k, cm})
+			recs = append(recs, kv{key: offsetKey(g.id, k), value: offsetValue(cm)})
+		}
+	}
+	return out, slots, recs
+}
+
 // FetchTopic names partitions whose committed offsets are asked for.
 type FetchTopic struct {
 	Topic      string
 	Partitions []int32
 }
 
-// FetchedOffset is one committed offset; Offset -1 means none.
+// FetchedOffset is one committed offset; Offset -1 means none. Err is
+// UNSTABLE_OFFSET_COMMIT for a partition whose offset a transaction holds pending, when
+// the fetch asked for stable offsets only.
 type FetchedOffset struct {
 	Topic       string
 	Partition   int32
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string
+	Err         *kerr.Error
 }
 
 // FetchOffsets handles one group of an OffsetFetch. topics nil asks for every committed
 // offset of the group. A group or partition with no commit gets offset -1 and no error.
-func (c *Coordinator) FetchOffsets(groupID string, topics []FetchTopic) ([]FetchedOffset, *kerr.Error) {
+func (c *Coordinator) FetchOffsets(groupID string, topics []FetchTopic, requireStable bool) ([]FetchedOffset, *kerr.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, err := c.shardLocked(groupID); err != nil {
@@ -200,6 +213,18 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []FetchTopic) ([]Fetch
 		}
 		for k, o := range g.offsets {
 			out = append(out, FetchedOffset{Topic: k.topic, Partition: k.partition, Offset: o.offset, LeaderEpoch: o.leaderEpoch, Metadata: o.metadata})
+		}
+		if requireStable {
+			for k := range g.pendingPartitions() {
+				if g.offsets[k] == nil {
+					out = append(out, FetchedOffset{Topic: k.topic, Partition: k.partition, Offset: -1, LeaderEpoch: -1})
+				}
+			}
+			for n := range out {
+				if g.unstable(tp{out[n].Topic, out[n].Partition}) {
+					out[n].Err = kerr.UnstableOffsetCommit
+				}
+			}
 		}
 		sort.Slice(out, func(i, j int) bool {
 			if out[i].Topic != out[j].Topic {
@@ -215,6 +240,9 @@ func (c *Coordinator) FetchOffsets(groupID string, topics []FetchTopic) ([]Fetch
 			if g != nil {
 				if o := g.offsets[tp{t.Topic, p}]; o != nil {
 					f.Offset, f.LeaderEpoch, f.Metadata = o.offset, o.leaderEpoch, o.metadata
+				}
+				if requireStable && g.unstable(tp{t.Topic, p}) {
+					f.Err = kerr.UnstableOffsetCommit
 				}
 			}
 			out = append(out, f)

@@ -93,11 +93,16 @@ func offsetValue(o committed) []byte {
 // encodeBatch builds an uncompressed, non-idempotent RecordBatch v2 holding recs, with base
 // offset 0 (the log assigns the real one) and every record stamped tsMs.
 func encodeBatch(recs []kv, tsMs int64) []byte {
+	return encodeRecords(recordbatch.PlainHeader(tsMs, tsMs), recs)
+}
+
+// encodeRecords builds an uncompressed batch of recs with header h.
+func encodeRecords(h recordbatch.Header, recs []kv) []byte {
 	out := make([]recordbatch.NewRecord, len(recs))
 	for i, r := range recs {
 		out[i] = recordbatch.NewRecord{Key: r.key, Value: r.value}
 	}
-	return recordbatch.Encode(recordbatch.PlainHeader(tsMs, tsMs), out)
+	return recordbatch.Encode(h, out)
 }
 
 var errTruncated = errors.New("truncated")

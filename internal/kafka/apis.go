@@ -49,6 +49,7 @@ func init() {
 		24: {0, 3, handleAddPartitionsToTxn},
 		25: {0, 3, handleAddOffsetsToTxn},
 		26: {0, 3, handleEndTxn},
+		28: {0, 3, handleTxnOffsetCommit},
 		29: {0, 3, handleDescribeACLs},
 		30: {0, 3, handleCreateACLs},
 		31: {0, 3, handleDeleteACLs},

@@ -314,7 +314,7 @@ func handleOffsetFetch(s *Server, ctx context.Context, kreq kmsg.Request) respon
 				continue
 			}
 			allowed, denied := s.splitFetchTopics(ctx, topics)
-			fetched, err := co.FetchOffsets(rg.Group, allowed)
+			fetched, err := co.FetchOffsets(rg.Group, allowed, req.RequireStable)
 			if topics == nil {
 				fetched = s.describableOffsets(ctx, fetched)
 			}
@@ -336,7 +336,7 @@ func handleOffsetFetch(s *Server, ctx context.Context, kreq kmsg.Request) respon
 				t.Topic = ft[0].Topic
 				for _, f := range ft {
 					p := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					p.Partition, p.Offset, p.LeaderEpoch, p.Metadata = f.Partition, f.Offset, f.LeaderEpoch, strPtr(f.Metadata)
+					p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = f.Partition, f.Offset, f.LeaderEpoch, strPtr(f.Metadata), errCode(f.Err)
 					t.Partitions = append(t.Partitions, p)
 				}
 				out.Topics = append(out.Topics, t)
@@ -361,7 +361,7 @@ func handleOffsetFetch(s *Server, ctx context.Context, kreq kmsg.Request) respon
 	} else {
 		var allowed []group.FetchTopic
 		allowed, denied = s.splitFetchTopics(ctx, topics)
-		fetched, err = co.FetchOffsets(req.Group, allowed)
+		fetched, err = co.FetchOffsets(req.Group, allowed, req.RequireStable)
 		if topics == nil {
 			fetched = s.describableOffsets(ctx, fetched)
 		}
@@ -389,7 +389,7 @@ func handleOffsetFetch(s *Server, ctx context.Context, kreq kmsg.Request) respon
 		rt.Topic = ft[0].Topic
 		for _, f := range ft {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = f.Partition, f.Offset, f.LeaderEpoch, strPtr(f.Metadata)
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = f.Partition, f.Offset, f.LeaderEpoch, strPtr(f.Metadata), errCode(f.Err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

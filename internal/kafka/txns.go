@@ -217,3 +217,75 @@ func handleListTransactions(s *Server, ctx context.Context, kreq kmsg.Request) r
 	}
 	return respond(resp)
 }
+
+func handleTxnOffsetCommit(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	answer := func(code func(i, j int) int16) *kmsg.TxnOffsetCommitResponse {
+		resp.Topics = resp.Topics[:0]
+		for i, rt := range req.Topics {
+			t := kmsg.NewTxnOffsetCommitResponseTopic()
+			t.Topic = rt.Topic
+			for j, p := range rt.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code(i, j)
+				t.Partitions = append(t.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp
+	}
+	all := func(err *kerr.Error) respondFunc {
+		return respond(answer(func(int, int) int16 { return err.Code }))
+	}
+	switch {
+	case !s.authorized(ctx, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID):
+		return all(kerr.TransactionalIDAuthorizationFailed)
+	case !s.authorizedGroup(ctx, kmsg.ACLOperationRead, req.Group):
+		return all(kerr.GroupAuthorizationFailed)
+	}
+	readable := s.topicChecks(ctx, kmsg.ACLOperationRead)
+	tr := group.TxnCommitRequest{Group: req.Group, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Generation: -1}
+	if req.Version >= 3 {
+		tr.MemberID, tr.InstanceID, tr.Generation = req.MemberID, req.InstanceID, req.Generation
+	}
+	slot := make([]int, len(req.Topics)) // each topic's index in tr.Topics, -1 if refused
+	for i, t := range req.Topics {
+		if !readable.allowed(t.Topic) {
+			slot[i] = -1
+			continue
+		}
+		slot[i] = len(tr.Topics)
+		ct := group.CommitTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			cp := group.CommitPartition{Partition: p.Partition, Offset: p.Offset, LeaderEpoch: -1, Metadata: p.Metadata, TimestampMs: -1}
+			if req.Version >= 2 {
+				cp.LeaderEpoch = p.LeaderEpoch
+			}
+			ct.Partitions = append(ct.Partitions, cp)
+		}
+		tr.Topics = append(tr.Topics, ct)
+	}
+	if len(tr.Topics) == 0 {
+		return respond(answer(func(int, int) int16 { return kerr.TopicAuthorizationFailed.Code }))
+	}
+	return func(context.Context) kmsg.Response {
+		co := s.b.Groups()
+		if co.Partitions() <= 0 {
+			return answer(func(int, int) int16 { return kerr.CoordinatorNotAvailable.Code })
+		}
+		offsets := txn.TopicPartition{Topic: txn.OffsetsTopic, Partition: group.PartitionFor(req.Group, co.Partitions())}
+		wait := co.TxnCommit(tr, func() *kerr.Error {
+			vctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return s.b.VerifyTxnPartition(vctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsets)
+		})
+		errs := wait()
+		return answer(func(i, j int) int16 {
+			if slot[i] < 0 {
+				return kerr.TopicAuthorizationFailed.Code
+			}
+			return errCode(fenced(errs[slot[i]][j], req.Version, 3))
+		})
+	}
+}

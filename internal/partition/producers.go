@@ -126,6 +126,9 @@ func (p *Partition) recordSequence(h recordbatch.Header, base int64, prop *raft.
 		st.txnOpen, st.txnEpoch = true, h.ProducerEpoch
 		delete(p.guards, h.ProducerID)
 	}
+	if h.BaseSequence < 0 {
+		return // written by a coordinator without a sequence (txnAdmit): nothing to dedupe
+	}
 	if len(st.batches) == producerWindow {
 		copy(st.batches, st.batches[1:])
 		st.batches = st.batches[:producerWindow-1]

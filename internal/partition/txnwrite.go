@@ -86,15 +86,24 @@ func (p *Partition) ProduceTxn(records []byte, acks int16, guard uint64) (Produc
 type txnAdmit struct{ guard uint64 }
 
 func (a txnAdmit) decideLocked(p *Partition, h recordbatch.Header) admission {
-	dupOf, dup, verr := p.checkSequence(h)
-	switch {
-	case verr != nil:
-		return refuse(verr.Err, verr.Msg)
-	case dup:
-		// The original was admitted into the transaction: its retry is answered with it.
-		return admission{duplicate: true, dupOf: dupOf}
-	}
 	st := p.producers[h.ProducerID]
+	if h.BaseSequence < 0 {
+		// A batch the group coordinator writes for a TxnOffsetCommit has no sequence (as in
+		// Kafka, the coordinator is its only writer and never retries it as a duplicate):
+		// only the epoch fences it. The Kafka layer refuses such a batch from a client.
+		if st != nil && h.ProducerEpoch < st.epoch {
+			return refuse(kerr.InvalidProducerEpoch, "producer epoch is older than the current one")
+		}
+	} else {
+		dupOf, dup, verr := p.checkSequence(h)
+		switch {
+		case verr != nil:
+			return refuse(verr.Err, verr.Msg)
+		case dup:
+			// The original was admitted into the transaction: its retry is answered with it.
+			return admission{duplicate: true, dupOf: dupOf}
+		}
+	}
 	open := st != nil && st.txnOpen && st.txnEpoch == h.ProducerEpoch
 	g, ok := p.guards[h.ProducerID]
 	verified := ok && a.guard != 0 && g.guard == a.guard && g.epoch == h.ProducerEpoch

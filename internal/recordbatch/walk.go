@@ -14,6 +14,14 @@ var ErrTruncated = errors.New("truncated")
 // compressed batches (coordinators never write them) are skipped and counted. It returns
 // the offset after the last whole batch it saw.
 func WalkRecords(raw []byte, fn func(offset int64, key, value []byte) error) (next int64, skipped int, err error) {
+	return WalkBatchRecords(raw, func(_ *Header, offset int64, key, value []byte) error { return fn(offset, key, value) }, nil)
+}
+
+// WalkBatchRecords is WalkRecords for a reader that needs each record's batch header (a
+// transactional batch's producer) and the control batches: control, when set, gets each
+// control batch's header and its type (ok false for a control batch it cannot read).
+func WalkBatchRecords(raw []byte, fn func(h *Header, offset int64, key, value []byte) error,
+	control func(h *Header, typ ControlType, ok bool)) (next int64, skipped int, err error) {
 	next = -1
 	var recs []Record
 	for len(raw) > 0 {
@@ -39,6 +47,10 @@ func WalkRecords(raw []byte, fn func(offset int64, key, value []byte) error) (ne
 		next = h.BaseOffset + int64(h.LastOffsetDelta) + 1
 		switch {
 		case h.Attributes&AttrControl != 0:
+			if control != nil {
+				typ, ok := ParseControl(batch)
+				control(&h, typ, ok)
+			}
 			continue
 		case h.Codec() != CodecNone:
 			skipped++
@@ -49,7 +61,7 @@ func WalkRecords(raw []byte, fn func(offset int64, key, value []byte) error) (ne
 		}
 		for i := range recs {
 			r := &recs[i]
-			if err := fn(h.BaseOffset+int64(r.OffsetDelta), r.Key, r.Value); err != nil {
+			if err := fn(&h, h.BaseOffset+int64(r.OffsetDelta), r.Key, r.Value); err != nil {
 				return next, skipped, fmt.Errorf("batch at offset %d: %w", h.BaseOffset, err)
 			}
 		}
