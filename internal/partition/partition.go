@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,9 +108,13 @@ type Partition struct {
 	// leaderEnd is the leader's last Raft index as of the last refresh (what progress is
 	// compared with); applied the last index applied on this replica.
 	leaderEnd, applied uint64
-	changed            chan struct{} // closed and replaced whenever a boundary moves
-	watchers           map[chan struct{}]struct{}
-	closed             bool
+	// appliedEnd is the offset past the entry at applied, and openFrom the first offset of
+	// the oldest open transaction (math.MaxInt64: none), as of the last refresh: with last
+	// visible they make the last stable offset (Boundaries.LastStable).
+	appliedEnd, openFrom int64
+	changed              chan struct{} // closed and replaced whenever a boundary moves
+	watchers             map[chan struct{}]struct{}
+	closed               bool
 
 	onRole func()
 	kick   chan struct{} // the Raft group moved: refresh the boundaries
@@ -157,6 +162,7 @@ func Open(opts Options) (*Partition, error) {
 		changed:   make(chan struct{}),
 		watchers:  make(map[chan struct{}]struct{}),
 		kick:      make(chan struct{}, 1),
+		openFrom:  math.MaxInt64,
 		onRole:    opts.OnRoleChange,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),

@@ -45,9 +45,9 @@ func init() {
 			var off int64
 			var err *kerr.Error
 			if td.HasArg("follower-read") {
-				off, _, err = p.FollowerListOffset(c.ts, epoch)
+				off, _, err = p.FollowerListOffset(c.ts, epoch, false)
 			} else if err = p.CheckEpoch(epoch); err == nil {
-				off, _, err = p.ListOffset(c.ts)
+				off, _, err = p.ListOffset(c.ts, false)
 			}
 			if err != nil {
 				out += fmt.Sprintf(" %s %s", c.name, err.Message)
