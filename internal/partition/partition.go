@@ -5,10 +5,17 @@
 // and what Fetch and ListOffsets may see. It must not parse Kafka requests or touch the
 // network, and it reaches disk only through internal/storage.
 //
+// Transactions (DESIGN.md §10), read side: the transaction index (txnindex.go, fed by
+// txnapply.go) gives the last stable offset, a boundary like the others
+// (Boundaries.LastStable), and the aborted transactions. A read_committed Fetch
+// (FetchRequest.ReadCommitted) and ListOffsets read up to the last stable offset and a
+// Fetch lists the aborted transactions among its records (txnread.go); read_uncommitted
+// reads up to last visible, as before.
+//
 // Scripts in testdata/ (datadriven format, run by script_test.go) step replicas of one
 // partition deterministically on internal/raft/rafttest's driver: produce admission and
-// completion, acks stages and boundaries, with the network, fsyncs and clock in the
-// script's hands.
+// completion, acks stages and boundaries, follower fetching at both isolation levels, with
+// the network, fsyncs and clock in the script's hands.
 package partition
 
 import (
