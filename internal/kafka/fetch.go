@@ -22,8 +22,9 @@ package kafka
 // carries the replica's LastStableOffset. An offset between the last stable offset and
 // the high watermark gets no records and no error under read_committed. A follower
 // serving a consumer (KIP-392) bounds read_committed by its own last stable offset. Any
-// other isolation level is INVALID_REQUEST for the whole request, with nothing read;
-// Kafka fails to parse it and answers UNKNOWN_SERVER_ERROR, which tells a client nothing.
+// other isolation level is INVALID_REQUEST for the whole request, with nothing read. In
+// Kafka, IsolationLevel.forId throws on it and the request fails with
+// UNKNOWN_SERVER_ERROR, which tells a client nothing about what it sent wrong.
 
 import (
 	"context"

@@ -12,7 +12,8 @@ import (
 // handleListOffsets answers ListOffsets. IsolationLevel (v2 and later) read_committed
 // bounds the answers by the last stable offset rather than the high watermark (see
 // partition.Partition.ListOffset); an isolation level other than 0 or 1 is
-// INVALID_REQUEST on every partition (Kafka fails to parse it: UNKNOWN_SERVER_ERROR).
+// INVALID_REQUEST on every partition (Kafka's IsolationLevel.forId throws on it: the
+// request fails with UNKNOWN_SERVER_ERROR).
 func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)

@@ -137,8 +137,9 @@ func consumed(t *testing.T, cl *kgo.Client, want int, d time.Duration) []string 
 
 func consumer(t *testing.T, addr, topic string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	opts = append(opts, kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	// From the start unless opts say otherwise: the last option given wins.
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -313,5 +314,34 @@ func TestIsolationLevelBadInput(t *testing.T) {
 			}
 		}
 		cl.Close()
+	}
+}
+
+// A read_committed consumer that starts at the end starts at the last stable offset (kgo
+// asks ListOffsets latest with its isolation level), so it gets an open transaction's
+// records once the transaction commits; a read_uncommitted one starts past them.
+func TestReadCommittedStartsAtTheLastStableOffset(t *testing.T) {
+	addr, b := startBroker(t)
+	createTopic(t, addr, "end", 1, 0)
+	log := txnLog{t, b, "end"}
+	log.txn(4, "t1", "t2") // 0-1, open
+	log.plain("a")         // 2
+	atEnd := kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd())
+	committed := consumer(t, addr, "end", atEnd, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	uncommitted := consumer(t, addr, "end", atEnd)
+	// Both have started (listed their offsets) once a poll has come back empty.
+	if got := consumed(t, committed, -1, time.Second); len(got) != 0 {
+		t.Fatalf("read_committed before the commit: %v", got)
+	}
+	if got := consumed(t, uncommitted, -1, time.Second); len(got) != 0 {
+		t.Fatalf("read_uncommitted at the end: %v", got)
+	}
+	log.end(4, recordbatch.ControlCommit) // 3
+	log.plain("b")                        // 4
+	if got := consumed(t, committed, 4, 10*time.Second); !slices.Equal(got, []string{"0:t1", "1:t2", "2:a", "4:b"}) {
+		t.Fatalf("read_committed after the commit: %v", got)
+	}
+	if got := consumed(t, uncommitted, 1, 10*time.Second); !slices.Equal(got, []string{"4:b"}) {
+		t.Fatalf("read_uncommitted after the commit: %v", got)
 	}
 }
