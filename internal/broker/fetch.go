@@ -17,14 +17,14 @@ import (
 func (b *Broker) Fetch(topic string, part int32, req partition.FetchRequest) partition.FetchResult {
 	var res partition.FetchResult
 	if p, err := b.Partition(topic, part); err != nil {
-		res = partition.FetchResult{HighWatermark: -1, LogStart: -1, Err: err}
+		res = partition.FetchResult{HighWatermark: -1, LastStable: -1, LogStart: -1, Err: err}
 	} else {
 		res = p.ServeFetch(req)
 	}
 	if res.Err == kerr.NotLeaderForPartition && (req.FollowerRead || req.ClientRack != "") {
 		if t, ok := b.topic(topic); ok {
 			if v := b.PartitionView(*t, part); v.Leader > 0 && v.Leader != b.cfg.NodeID {
-				res = partition.FetchResult{HighWatermark: res.HighWatermark, LogStart: res.LogStart, PreferredReadReplica: v.Leader}
+				res = partition.FetchResult{HighWatermark: res.HighWatermark, LastStable: res.LastStable, LogStart: res.LogStart, PreferredReadReplica: v.Leader}
 			}
 		}
 	}

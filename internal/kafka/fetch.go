@@ -14,6 +14,17 @@ package kafka
 // answers NOT_LEADER_OR_FOLLOWER until their recheck interval; below its log start Kafka
 // would say OFFSET_OUT_OF_RANGE, on which librdkafka resets the consumer's offset. A
 // RackId over 255 bytes is INVALID_REQUEST for the whole request, with nothing read.
+//
+// Isolation levels (v4 and later; DESIGN.md §10): read_uncommitted (0) reads up to the high
+// watermark, aborted data included; read_committed (1) up to the last stable offset, with
+// the aborted transactions among the records returned in AbortedTransactions (an empty
+// array when there are none; null for read_uncommitted), as Kafka answers. Every answer
+// carries the replica's LastStableOffset. An offset between the last stable offset and
+// the high watermark gets no records and no error under read_committed. A follower
+// serving a consumer (KIP-392) bounds read_committed by its own last stable offset. Any
+// other isolation level is INVALID_REQUEST for the whole request, with nothing read. In
+// Kafka, IsolationLevel.forId throws on it and the request fails with
+// UNKNOWN_SERVER_ERROR, which tells a client nothing about what it sent wrong.
 
 import (
 	"context"
@@ -48,6 +59,10 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return respond(resp)
+	}
+	if !validIsolation(req.IsolationLevel) {
+		s.lg.Warn("fetch refused: unknown isolation level", "isolation_level", req.IsolationLevel)
+		return respond(refuseFetch(req, kerr.InvalidRequest))
 	}
 	// READ on each topic, internal ones included, asked once per request rather than on
 	// every wake of the long poll.
@@ -108,6 +123,34 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 	}
 }
 
+// Isolation levels, as Fetch and ListOffsets carry them.
+const (
+	readUncommitted = 0
+	readCommitted   = 1
+)
+
+func validIsolation(level int8) bool { return level == readUncommitted || level == readCommitted }
+
+// refuseFetch answers a whole Fetch with code, top-level (v7 and later) and on every
+// partition (the only place v4 to v6 can carry it), with nothing read.
+func refuseFetch(req *kmsg.FetchRequest, code *kerr.Error) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.ErrorCode = code.Code
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			out := kmsg.NewFetchResponseTopicPartition()
+			out.Partition, out.ErrorCode = rp.Partition, code.Code
+			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = -1, -1, -1
+			out.RecordBatches = []byte{}
+			t.Partitions = append(t.Partitions, out)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
 // watchFetched has wake signalled whenever a partition the request reads moves, and
 // returns the functions that stop it.
 func (s *Server) watchFetched(req *kmsg.FetchRequest, denied map[string]bool, wake chan struct{}) []func() {
@@ -121,6 +164,18 @@ func (s *Server) watchFetched(req *kmsg.FetchRequest, denied map[string]bool, wa
 				out = append(out, unwatch)
 			}
 		}
+	}
+	return out
+}
+
+// abortedTransactions is a read_committed answer's AbortedTransactions: never null, as
+// Kafka sends an empty array when there are none.
+func abortedTransactions(aborted []partition.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(aborted))
+	for _, a := range aborted {
+		t := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		t.ProducerID, t.FirstOffset = a.ProducerID, a.FirstOffset
+		out = append(out, t)
 	}
 	return out
 }
@@ -151,7 +206,8 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32, denied map[st
 				files = append(files, partition.FileRecords{})
 				continue
 			}
-			freq := partition.FetchRequest{Offset: rp.FetchOffset, CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: -1}
+			freq := partition.FetchRequest{Offset: rp.FetchOffset, CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: -1,
+				ReadCommitted: req.IsolationLevel == readCommitted}
 			if req.Version >= 12 {
 				freq.LastFetchedEpoch = rp.LastFetchedEpoch
 			}
@@ -166,7 +222,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32, denied map[st
 			// Only the first batch of the response may exceed the limits (KIP-74).
 			if total > 0 && res.Size() > int64(limit) {
 				res.Release()
-				res.Records, res.Files = nil, partition.FileRecords{}
+				res.Records, res.Files, res.Aborted = nil, partition.FileRecords{}, nil
 			}
 			if res.Diverging != nil {
 				out.DivergingEpoch.Epoch, out.DivergingEpoch.EndOffset = res.Diverging.Epoch, res.Diverging.EndOffset
@@ -181,9 +237,12 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32, denied map[st
 				out.PreferredReadReplica = res.PreferredReadReplica
 				stop = true
 			}
-			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStart
+			out.HighWatermark, out.LastStableOffset, out.LogStartOffset = res.HighWatermark, res.LastStable, res.LogStart
 			if res.Records != nil {
 				out.RecordBatches = res.Records
+			}
+			if freq.ReadCommitted && res.Err == nil {
+				out.AbortedTransactions = abortedTransactions(res.Aborted)
 			}
 			total += int(res.Size())
 			t.Partitions = append(t.Partitions, out)

@@ -9,9 +9,16 @@ import (
 	"github.com/cairn-io/cairn/internal/broker"
 )
 
+// handleListOffsets answers ListOffsets. IsolationLevel (v2 and later) read_committed
+// bounds the answers by the last stable offset rather than the high watermark (see
+// partition.Partition.ListOffset); an isolation level other than 0 or 1 is
+// INVALID_REQUEST on every partition (Kafka's IsolationLevel.forId throws on it: the
+// request fails with UNKNOWN_SERVER_ERROR).
 func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	badIsolation := !validIsolation(req.IsolationLevel)
+	committed := req.IsolationLevel == readCommitted
 	// With follower fetching on, a follower answers consumers against the bound its Fetch
 	// serves up to (see fetch.go); otherwise only the leader answers.
 	followerRead := req.ReplicaID < 0 && s.b.FollowerFetching()
@@ -28,6 +35,11 @@ func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respon
 				t.Partitions = append(t.Partitions, out)
 				continue
 			}
+			if badIsolation {
+				out.ErrorCode = kerr.InvalidRequest.Code
+				t.Partitions = append(t.Partitions, out)
+				continue
+			}
 			p, kerrv := s.b.Partition(rt.Topic, rp.Partition)
 			if kerrv == nil && !followerRead {
 				kerrv = p.CheckEpoch(rp.CurrentLeaderEpoch)
@@ -35,9 +47,9 @@ func handleListOffsets(s *Server, ctx context.Context, kreq kmsg.Request) respon
 			if kerrv == nil {
 				var off, ts int64
 				if followerRead {
-					off, ts, kerrv = p.FollowerListOffset(rp.Timestamp, rp.CurrentLeaderEpoch)
+					off, ts, kerrv = p.FollowerListOffset(rp.Timestamp, rp.CurrentLeaderEpoch, committed)
 				} else {
-					off, ts, kerrv = p.ListOffset(rp.Timestamp)
+					off, ts, kerrv = p.ListOffset(rp.Timestamp, committed)
 				}
 				out.Offset, out.Timestamp = off, ts
 				if off >= 0 {

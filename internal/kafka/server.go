@@ -11,7 +11,9 @@
 // DeleteRecords) answer on the replica Broker.Partition finds here. Requests and results
 // are internal/partition's types; it never names a storage type: fetched records that
 // stay in the segment files travel as partition.FileRecords, which the response writer
-// sends with sendfile.
+// sends with sendfile. A Fetch's or ListOffsets' IsolationLevel is handed to the partition
+// (read_committed reads up to the last stable offset; see fetch.go), which also finds the
+// aborted transactions a read_committed answer carries.
 //
 // It imports internal/group, beside partition below the broker, for the group APIs'
 // request and result types and the name of the offsets topic (which Produce refuses to

@@ -29,6 +29,12 @@ type Boundaries struct {
 	// LastVisible is what Fetch may return; on a follower, what follower fetching may
 	// serve (follower.go), from its commit and the leader's report only.
 	LastVisible int64
+	// LastStable is what a read_committed Fetch may return (DESIGN.md §10): last visible,
+	// lowered to what this replica has applied and to the first offset of the oldest
+	// transaction open in what it applied (txnindex.go), never below the log start. It is
+	// a boundary like the others, recomputed with them, so a marker that moves it wakes
+	// the long polls watching the partition.
+	LastStable int64
 	// LeaderEpoch is the Raft term.
 	LeaderEpoch int32
 	// Leader is the Raft id of the leader this replica knows (0: none); IsLeader whether
@@ -48,6 +54,10 @@ func (p *Partition) refresh() {
 		return // removed: Close is under way
 	}
 	committed := p.endOffset(st.Committed)
+	// Read before mu (txnMu is never held with it). The index may already hold entries
+	// applied after st was read; that only closes transactions early, never opens one
+	// below appliedEnd, so the bound below stays safe.
+	appliedEnd, openFrom := p.endOffset(st.Applied), p.firstOpenTxn()
 	b := Boundaries{
 		LogStart:           p.log.LogStartOffset(),
 		LogEnd:             p.log.LogEndOffset(),
@@ -80,6 +90,7 @@ func (p *Partition) refresh() {
 		}
 	}
 	p.applied = st.Applied
+	p.appliedEnd, p.openFrom = appliedEnd, openFrom
 	p.progress = st.Progress
 	// Only a leader keeps the lag window, so a follower's refresh does not read the clock.
 	var now time.Time
@@ -128,6 +139,7 @@ func (p *Partition) visibleLocked(cfg *config.TopicConfig) int64 {
 func (p *Partition) advanceLocked(fn func(b *Boundaries)) {
 	fn(&p.bounds)
 	p.bounds.LastVisible = p.visibleLocked(p.cfg.Load())
+	p.bounds.LastStable = max(p.bounds.LogStart, min(p.bounds.LastVisible, p.appliedEnd, p.openFrom))
 	close(p.changed)
 	p.changed = make(chan struct{})
 	for w := range p.watchers {

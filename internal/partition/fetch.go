@@ -12,6 +12,13 @@ import (
 // Fetch: what a consumer may read of the partition (never past last visible), as bytes
 // or as ranges of the segment files for sendfile. The ranges travel as FileRecords, so
 // the Kafka layer sends them without naming storage's types.
+//
+// read_committed (FetchRequest.ReadCommitted) reads the same bytes, only bounded by the
+// last stable offset instead of last visible, and lists the aborted transactions whose
+// records the answer may hold, for the consumer to drop them: Kafka serves aborted data
+// and lets the client filter it. An offset between the two bounds gets no records and no
+// error, as in Kafka. read_uncommitted pays for none of it but copying the last stable
+// offset, which every answer reports (Kafka's LastStableOffset).
 
 // FetchRequest is one partition of a consumer's Fetch request.
 type FetchRequest struct {
@@ -31,6 +38,9 @@ type FetchRequest struct {
 	FollowerRead bool
 	// ClientRack is the consumer's rack (Fetch v11 RackId); "" when it sent none.
 	ClientRack string
+	// ReadCommitted is isolation level read_committed (Fetch v4 IsolationLevel 1): read
+	// up to the last stable offset only, and list the aborted transactions read.
+	ReadCommitted bool
 }
 
 // FetchResult is one partition's part of a Fetch response. The records are either bytes
@@ -40,8 +50,15 @@ type FetchResult struct {
 	Records       []byte
 	Files         FileRecords
 	HighWatermark int64
-	LogStart      int64
-	Err           *kerr.Error
+	// LastStable is the replica's last stable offset (Boundaries.LastStable), whatever
+	// the isolation level: Kafka reports it to every consumer.
+	LastStable int64
+	LogStart   int64
+	Err        *kerr.Error
+	// Aborted, for read_committed only, are the aborted transactions with records in the
+	// range returned (from the fetch offset to the end of the last batch), in the order of
+	// their markers; nil when there are none.
+	Aborted []AbortedTxn
 	// Diverging is set when the consumer's last fetched epoch does not end where it
 	// thinks: the largest epoch at or below it and that epoch's end offset, where the
 	// consumer must truncate to. No records are returned then.
@@ -128,20 +145,28 @@ func (p *Partition) ServeFetch(req FetchRequest) FetchResult {
 func (p *Partition) serveFromLeader(req FetchRequest) FetchResult {
 	if req.LastFetchedEpoch >= 0 && p.CheckEpoch(req.CurrentLeaderEpoch) == nil {
 		if d := p.diverging(req); d != nil {
-			b := p.Boundaries()
-			return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart, Diverging: d}
+			res := resultAt(p.Boundaries())
+			res.Diverging = d
+			return res
 		}
 	}
 	if req.MaxBytes <= 0 {
-		b := p.Boundaries()
-		return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
+		return resultAt(p.Boundaries())
 	}
-	return p.FetchFiles(req.Offset, req.MaxBytes, req.CurrentLeaderEpoch)
+	return p.fetch(req.Offset, req.CurrentLeaderEpoch, req.ReadCommitted, func(res *FetchResult, upTo int64) error {
+		return p.readFiles(res, req.Offset, req.MaxBytes, upTo)
+	})
 }
 
-// Fetch reads whole batches starting with the one that holds offset, never past last visible.
+// resultAt is an answer of no records, with the boundaries b reports.
+func resultAt(b Boundaries) FetchResult {
+	return FetchResult{HighWatermark: b.LastVisible, LastStable: b.LastStable, LogStart: b.LogStart}
+}
+
+// Fetch reads whole batches starting with the one that holds offset, never past last
+// visible (read_uncommitted).
 func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
-	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) (err error) {
+	return p.fetch(offset, currentLeaderEpoch, false, func(res *FetchResult, upTo int64) (err error) {
 		res.Records, err = p.log.ReadBatches(offset, int(maxBytes), upTo)
 		return err
 	})
@@ -153,7 +178,7 @@ func (p *Partition) Fetch(offset int64, maxBytes int32, currentLeaderEpoch int32
 // restart, in a closed segment Open did not rescan), it answers with bytes as Fetch does,
 // and that read checks their entry CRCs so the next fetch of them gets file ranges.
 func (p *Partition) FetchFiles(offset int64, maxBytes int32, currentLeaderEpoch int32) FetchResult {
-	return p.fetch(offset, currentLeaderEpoch, func(res *FetchResult, upTo int64) error {
+	return p.fetch(offset, currentLeaderEpoch, false, func(res *FetchResult, upTo int64) error {
 		return p.readFiles(res, offset, maxBytes, upTo)
 	})
 }
@@ -170,33 +195,43 @@ func (p *Partition) readFiles(res *FetchResult, offset int64, maxBytes int32, up
 // readFunc reads the batches from the one holding the fetch offset up to upTo.
 type readFunc func(res *FetchResult, upTo int64) error
 
-// fetch runs the checks every fetch answers before reading, then read, up to last visible.
-func (p *Partition) fetch(offset int64, currentLeaderEpoch int32, read readFunc) FetchResult {
+// fetch runs the checks every fetch answers before reading, then read, up to last visible
+// or, for read_committed, last stable.
+func (p *Partition) fetch(offset int64, currentLeaderEpoch int32, readCommitted bool, read readFunc) FetchResult {
 	b := p.Boundaries()
 	if err := leaderCheck(b, currentLeaderEpoch); err != nil {
-		return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart, Err: err}
+		res := resultAt(b)
+		res.Err = err
+		return res
 	}
-	return p.readVisible(b, offset, read)
+	return p.readVisible(b, offset, readCommitted, read)
 }
 
 // readVisible answers a fetch at offset from b: out of range outside the log, nothing at
-// or past last visible, else what read finds up to last visible.
-func (p *Partition) readVisible(b Boundaries, offset int64, read readFunc) FetchResult {
-	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
+// or past the bound (last visible, or last stable for read_committed), else what read
+// finds up to it, and for read_committed the aborted transactions in what it found.
+func (p *Partition) readVisible(b Boundaries, offset int64, readCommitted bool, read readFunc) FetchResult {
+	res := resultAt(b)
 	if offset < b.LogStart || offset > b.LogEnd {
 		res.Err = kerr.OffsetOutOfRange
 		return res
 	}
-	if offset >= b.LastVisible {
+	upTo := b.LastVisible
+	if readCommitted {
+		upTo = b.LastStable
+	}
+	if offset >= upTo {
 		return res
 	}
-	err := read(&res, b.LastVisible)
+	err := read(&res, upTo)
 	switch {
 	case errors.Is(err, storage.ErrOffsetOutOfRange):
 		res.Err = kerr.OffsetOutOfRange
 	case err != nil:
 		p.lg.Error("read failed", "offset", offset, "err", err)
 		res.Err = kerr.KafkaStorageError
+	case readCommitted && res.Size() > 0:
+		res.Aborted = p.abortedRead(&res, offset, upTo)
 	}
 	return res
 }

@@ -41,12 +41,14 @@ func (p *Partition) serveRackAware(req FetchRequest) (FetchResult, bool) {
 	if id == 0 {
 		return FetchResult{}, false
 	}
-	return FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart, PreferredReadReplica: int32(id)}, true
+	res := resultAt(b)
+	res.PreferredReadReplica = int32(id)
+	return res, true
 }
 
 // serveFollower answers a consumer's fetch on a follower, in the order above.
 func (p *Partition) serveFollower(req FetchRequest, b Boundaries) FetchResult {
-	res := FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart}
+	res := resultAt(b)
 	switch {
 	case b.Leader == 0:
 		res.Err = kerr.NotLeaderForPartition
@@ -76,7 +78,8 @@ func (p *Partition) serveFollower(req FetchRequest, b Boundaries) FetchResult {
 	if req.MaxBytes <= 0 {
 		return res
 	}
-	return p.readVisible(b, req.Offset, func(res *FetchResult, upTo int64) error {
+	// Its own last stable offset bounds read_committed: never past what it applied.
+	return p.readVisible(b, req.Offset, req.ReadCommitted, func(res *FetchResult, upTo int64) error {
 		return p.readFiles(res, req.Offset, req.MaxBytes, upTo)
 	})
 }
@@ -87,7 +90,8 @@ func (p *Partition) pointToLeader(res *FetchResult, b Boundaries) {
 	if b.Leader == 0 || b.IsLeader {
 		return
 	}
-	*res = FetchResult{HighWatermark: b.LastVisible, LogStart: b.LogStart, PreferredReadReplica: int32(b.Leader)}
+	*res = resultAt(b)
+	res.PreferredReadReplica = int32(b.Leader)
 }
 
 // PreferredReplica is the leader's choice of a replica for a consumer in rack fetching at
@@ -135,9 +139,10 @@ func (p *Partition) diverging(req FetchRequest) *EpochEnd {
 
 // FollowerListOffset is ListOffset while follower fetching is on: a leader answers as
 // ListOffset does; a follower answers against the bound its Fetch serves up to (latest is
-// its last visible, lookups stop below it), unless it knows no leader or has not heard
-// from its leader's broker within an election timeout (NOT_LEADER_OR_FOLLOWER).
-func (p *Partition) FollowerListOffset(timestamp int64, currentLeaderEpoch int32) (offset int64, ts int64, err *kerr.Error) {
+// its last visible, or its last stable for read_committed; lookups stop below it), unless
+// it knows no leader or has not heard from its leader's broker within an election timeout
+// (NOT_LEADER_OR_FOLLOWER).
+func (p *Partition) FollowerListOffset(timestamp int64, currentLeaderEpoch int32, readCommitted bool) (offset int64, ts int64, err *kerr.Error) {
 	b := p.Boundaries()
 	if !b.IsLeader && (b.Leader == 0 || !p.host.PeerLive(b.Leader)) {
 		return -1, -1, kerr.NotLeaderForPartition
@@ -145,5 +150,5 @@ func (p *Partition) FollowerListOffset(timestamp int64, currentLeaderEpoch int32
 	if err := checkEpoch(b.LeaderEpoch, currentLeaderEpoch); err != nil {
 		return -1, -1, err
 	}
-	return p.listOffset(b, timestamp)
+	return p.listOffset(b, timestamp, readCommitted)
 }

@@ -8,10 +8,17 @@
 // and what Fetch and ListOffsets may see. It must not parse Kafka requests or touch the
 // network, and it reaches disk only through internal/storage.
 //
+// Transactions (DESIGN.md §10), read side: the transaction index (txnindex.go, fed by
+// txnapply.go) gives the last stable offset, a boundary like the others
+// (Boundaries.LastStable), and the aborted transactions. A read_committed Fetch
+// (FetchRequest.ReadCommitted) and ListOffsets read up to the last stable offset and a
+// Fetch lists the aborted transactions among its records (txnread.go); read_uncommitted
+// reads up to last visible, as before.
+//
 // Scripts in testdata/ (datadriven format, run by script_test.go) step replicas of one
 // partition deterministically on internal/raft/rafttest's driver: produce admission and
-// completion, acks stages and boundaries, with the network, fsyncs and clock in the
-// script's hands.
+// completion, acks stages and boundaries, follower fetching at both isolation levels, with
+// the network, fsyncs and clock in the script's hands.
 package partition
 
 import (
@@ -19,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,9 +122,13 @@ type Partition struct {
 	// leaderEnd is the leader's last Raft index as of the last refresh (what progress is
 	// compared with); applied the last index applied on this replica.
 	leaderEnd, applied uint64
-	changed            chan struct{} // closed and replaced whenever a boundary moves
-	watchers           map[chan struct{}]struct{}
-	closed             bool
+	// appliedEnd is the offset past the entry at applied, and openFrom the first offset of
+	// the oldest open transaction (math.MaxInt64: none), as of the last refresh: with last
+	// visible they make the last stable offset (Boundaries.LastStable).
+	appliedEnd, openFrom int64
+	changed              chan struct{} // closed and replaced whenever a boundary moves
+	watchers             map[chan struct{}]struct{}
+	closed               bool
 
 	onRole func()
 	kick   chan struct{} // the Raft group moved: refresh the boundaries
@@ -165,6 +177,7 @@ func Open(opts Options) (*Partition, error) {
 		changed:   make(chan struct{}),
 		watchers:  make(map[chan struct{}]struct{}),
 		kick:      make(chan struct{}, 1),
+		openFrom:  math.MaxInt64,
 		onRole:    opts.OnRoleChange,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),

@@ -268,11 +268,11 @@ func TestFetchAndListOffsets(t *testing.T) {
 	for _, tc := range []struct {
 		ts, want int64
 	}{{ListEarliest, 0}, {ListLatest, 6}, {1001, 1}, {1002, 2}, {3000, 3}, {5001, 4}, {9999, -1}} {
-		if off, _, err := h.p.ListOffset(tc.ts); err != nil || off != tc.want {
+		if off, _, err := h.p.ListOffset(tc.ts, false); err != nil || off != tc.want {
 			t.Errorf("ListOffset(%d) = %d, %v; want %d", tc.ts, off, err, tc.want)
 		}
 	}
-	if off, ts, _ := h.p.ListOffset(ListMaxTimestamp); ts != 5002 || off != 5 {
+	if off, ts, _ := h.p.ListOffset(ListMaxTimestamp, false); ts != 5002 || off != 5 {
 		t.Errorf("max timestamp: offset %d ts %d", off, ts)
 	}
 	if ep, end := h.p.EpochEndOffset(h.p.LeaderEpoch()); ep != h.p.LeaderEpoch() || end != 6 {

@@ -42,50 +42,58 @@ const (
 )
 
 // ListOffset answers ListOffsets for one partition: the offset and the timestamp found.
-func (p *Partition) ListOffset(timestamp int64) (offset int64, ts int64, err *kerr.Error) {
+// read_committed (IsolationLevel 1) answers below the last stable offset only: latest is
+// the last stable offset, and a lookup that finds a record at or past it finds nothing,
+// as Kafka does; earliest is the log start either way.
+func (p *Partition) ListOffset(timestamp int64, readCommitted bool) (offset int64, ts int64, err *kerr.Error) {
 	b := p.Boundaries()
 	if !b.IsLeader {
 		return -1, -1, kerr.NotLeaderForPartition
 	}
-	return p.listOffset(b, timestamp)
+	return p.listOffset(b, timestamp, readCommitted)
 }
 
-// listOffset answers ListOffsets from b, whose last visible bounds every answer.
-func (p *Partition) listOffset(b Boundaries, timestamp int64) (offset int64, ts int64, err *kerr.Error) {
+// listOffset answers ListOffsets from b, whose last visible (last stable, for
+// read_committed) bounds every answer.
+func (p *Partition) listOffset(b Boundaries, timestamp int64, readCommitted bool) (offset int64, ts int64, err *kerr.Error) {
+	bound := b.LastVisible
+	if readCommitted {
+		bound = b.LastStable
+	}
 	switch timestamp {
 	case ListLatest:
-		return b.LastVisible, -1, nil
+		return bound, -1, nil
 	case ListEarliest:
 		return b.LogStart, -1, nil
 	case ListMaxTimestamp:
 		t, off := p.log.MaxTimestamp()
-		if off < 0 || off >= b.LastVisible {
+		if off < 0 || off >= bound {
 			return -1, -1, nil
 		}
 		// The log knows the batch; Kafka answers with the first record holding the maximum.
-		return p.recordAt(off, b, func(r recordbatch.RecordTime) bool { return r.Timestamp == t }, off, t)
+		return p.recordAt(off, b.LogStart, bound, func(r recordbatch.RecordTime) bool { return r.Timestamp == t }, off, t)
 	}
 	if timestamp < 0 {
 		return -1, -1, kerr.InvalidRequest
 	}
 	off, t, ok := p.log.OffsetForTimestamp(timestamp)
-	if !ok || off >= b.LastVisible {
+	if !ok || off >= bound {
 		return -1, -1, nil
 	}
 	// The log finds the first batch whose largest timestamp reaches the one asked for; the
 	// answer is the first record inside it that does.
-	off, t, err = p.recordAt(max(off, b.LogStart), b, func(r recordbatch.RecordTime) bool { return r.Timestamp >= timestamp }, max(off, b.LogStart), t)
-	if err != nil || off >= b.LastVisible {
+	off, t, err = p.recordAt(max(off, b.LogStart), b.LogStart, bound, func(r recordbatch.RecordTime) bool { return r.Timestamp >= timestamp }, max(off, b.LogStart), t)
+	if err != nil || off >= bound {
 		return -1, -1, err
 	}
 	return off, t, nil
 }
 
-// recordAt decodes the batch holding offset and returns the first record at or after the
-// log start that match accepts; fallbackOffset and fallbackTS answer when the batch cannot
-// be decoded (it was checked at produce, so only damage gets there).
-func (p *Partition) recordAt(offset int64, b Boundaries, match func(recordbatch.RecordTime) bool, fallbackOffset, fallbackTS int64) (int64, int64, *kerr.Error) {
-	raw, err := p.log.ReadBatches(offset, 1, b.LastVisible)
+// recordAt decodes the batch holding offset (below upTo) and returns the first record at
+// or after logStart that match accepts; fallbackOffset and fallbackTS answer when the
+// batch cannot be decoded (it was checked at produce, so only damage gets there).
+func (p *Partition) recordAt(offset, logStart, upTo int64, match func(recordbatch.RecordTime) bool, fallbackOffset, fallbackTS int64) (int64, int64, *kerr.Error) {
+	raw, err := p.log.ReadBatches(offset, 1, upTo)
 	if err != nil || len(raw) == 0 {
 		return fallbackOffset, fallbackTS, nil
 	}
@@ -99,7 +107,7 @@ func (p *Partition) recordAt(offset int64, b Boundaries, match func(recordbatch.
 		return fallbackOffset, fallbackTS, nil
 	}
 	for _, r := range recs {
-		if r.Offset >= b.LogStart && match(r) {
+		if r.Offset >= logStart && match(r) {
 			return r.Offset, r.Timestamp, nil
 		}
 	}

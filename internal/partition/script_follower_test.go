@@ -1,11 +1,13 @@
 package partition
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/cairn-io/cairn/internal/raft"
 	"github.com/cairn-io/cairn/internal/raft/rafttest"
 	"github.com/cairn-io/cairn/internal/recordbatch"
 )
@@ -13,14 +15,17 @@ import (
 // Script commands of follower fetching (follower.go), for testdata/follower_fetch.txt:
 // what a consumer's Fetch and ListOffsets get from each replica.
 func init() {
-	// fetch H [offset=N] [rack=R] [follower-read] [epoch=E] [last-epoch=E] [max-bytes=N]: a
-	// consumer's fetch of t-0 at offset N (default 0) from host H's replica, sending rack
-	// R, with follower fetching on (follower-read) or off, and its current leader epoch E
-	// (default -1: unchecked); it prints the records' offsets, or the redirect, or the
-	// error, with the high watermark and log start the consumer is told.
+	// fetch H [offset=N] [rack=R] [follower-read] [epoch=E] [last-epoch=E] [max-bytes=N]
+	// [read-committed]: a consumer's fetch of t-0 at offset N (default 0) from host H's
+	// replica, sending rack R, with follower fetching on (follower-read) or off, and its
+	// current leader epoch E (default -1: unchecked), read_committed or not; it prints the
+	// records' offsets, or the redirect, or the error, with the high watermark and log
+	// start the consumer is told, and under read_committed the last stable offset and the
+	// aborted transactions (producer@first offset).
 	replicaCommands["fetch"] = func(s *replicaScript, td *datadriven.TestData) string {
-		id := s.hostBeside(td, "follower-read")
-		req := FetchRequest{CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, MaxBytes: 1 << 20, FollowerRead: td.HasArg("follower-read")}
+		id := s.hostBeside(td, "follower-read", "read-committed")
+		req := FetchRequest{CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, MaxBytes: 1 << 20, FollowerRead: td.HasArg("follower-read"),
+			ReadCommitted: td.HasArg("read-committed")}
 		td.MaybeScanArgs(s.t, "offset", &req.Offset)
 		td.MaybeScanArgs(s.t, "rack", &req.ClientRack)
 		td.MaybeScanArgs(s.t, "epoch", &req.CurrentLeaderEpoch)
@@ -28,12 +33,21 @@ func init() {
 		td.MaybeScanArgs(s.t, "max-bytes", &req.MaxBytes)
 		res := s.part(id).ServeFetch(req)
 		defer res.Release()
-		return fmt.Sprintf("%d: %s; hw=%d log-start=%d", id, s.fetched(&res), res.HighWatermark, res.LogStart)
+		out := fmt.Sprintf("%d: %s; hw=%d log-start=%d", id, s.fetched(&res), res.HighWatermark, res.LogStart)
+		if req.ReadCommitted {
+			out += fmt.Sprintf(" lso=%d", res.LastStable)
+			for _, a := range res.Aborted {
+				out += fmt.Sprintf(" aborted=%d@%d", a.ProducerID, a.FirstOffset)
+			}
+		}
+		return out
 	}
-	// list-offsets H [follower-read] [epoch=E]: ListOffsets latest and earliest from host
-	// H's replica, with follower fetching on or off.
+	// list-offsets H [follower-read] [epoch=E] [read-committed]: ListOffsets latest and
+	// earliest from host H's replica, with follower fetching on or off, read_committed or
+	// not.
 	replicaCommands["list-offsets"] = func(s *replicaScript, td *datadriven.TestData) string {
-		id := s.hostBeside(td, "follower-read")
+		id := s.hostBeside(td, "follower-read", "read-committed")
+		committed := td.HasArg("read-committed")
 		epoch := int32(-1)
 		td.MaybeScanArgs(s.t, "epoch", &epoch)
 		p := s.part(id)
@@ -45,9 +59,9 @@ func init() {
 			var off int64
 			var err *kerr.Error
 			if td.HasArg("follower-read") {
-				off, _, err = p.FollowerListOffset(c.ts, epoch)
+				off, _, err = p.FollowerListOffset(c.ts, epoch, committed)
 			} else if err = p.CheckEpoch(epoch); err == nil {
-				off, _, err = p.ListOffset(c.ts)
+				off, _, err = p.ListOffset(c.ts, committed)
 			}
 			if err != nil {
 				out += fmt.Sprintf(" %s %s", c.name, err.Message)
@@ -56,6 +70,39 @@ func init() {
 			}
 		}
 		return out
+	}
+	// append-txn H producer=PID [records=N] [commit|abort]: host H's replica (the leader)
+	// appends, past Produce's validation as the transaction path will, a transactional
+	// batch of N records (default 1) of producer PID (epoch 0), or PID's commit or abort
+	// marker; it prints the offset. Host H's ready handling runs until the leader appended
+	// it; nothing is delivered or fsynced.
+	replicaCommands["append-txn"] = func(s *replicaScript, td *datadriven.TestData) string {
+		id := s.hostBeside(td, "commit", "abort")
+		var pid int64
+		td.ScanArgs(s.t, "producer", &pid)
+		var batch []byte
+		switch {
+		case td.HasArg("commit"):
+			batch = marker(pid, recordbatch.ControlCommit)
+		case td.HasArg("abort"):
+			batch = marker(pid, recordbatch.ControlAbort)
+		default:
+			records := 1
+			td.MaybeScanArgs(s.t, "records", &records)
+			batch = txnBatch(pid, records, 1000)
+		}
+		p := s.part(id)
+		var prop *raft.Proposal
+		var err error
+		s.d.ProcessWhile(id, func() {
+			if prop, err = p.host.ProposeAsync(p.group, batch); err == nil {
+				err = prop.Wait(context.Background(), raft.StageAppended)
+			}
+		})
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("%d: appended at offset %d", id, prop.BaseOffset())
 	}
 	// follow-log-start H offset=N: host H's replica moves its log start up to N, as the
 	// broker has a follower follow its leader's (DeleteRecords, retention).

@@ -53,13 +53,16 @@ func (p *Partition) buildTxnIndex() error {
 }
 
 // LastStable is the partition's last stable offset (DESIGN.md §10): read_committed reads
-// below it only. It is the last visible offset, lowered to the first offset of the oldest
-// transaction still open and to what this replica has applied.
-func (p *Partition) LastStable() int64 {
-	b, applied := p.Boundaries(), p.appliedOffset()
+// below it only. It is Boundaries().LastStable: the last visible offset, lowered to the
+// first offset of the oldest transaction still open and to what this replica has applied.
+func (p *Partition) LastStable() int64 { return p.Boundaries().LastStable }
+
+// firstOpenTxn is the first offset of the oldest open transaction, math.MaxInt64 if none,
+// for refresh.
+func (p *Partition) firstOpenTxn() int64 {
 	p.txnMu.Lock()
 	defer p.txnMu.Unlock()
-	return p.txns.lastStable(min(b.LastVisible, applied))
+	return p.txns.firstOpen()
 }
 
 // AbortedTxns lists the aborted transactions with records in [from, to), for a

@@ -3,6 +3,7 @@ package partition
 import (
 	"cmp"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 
@@ -98,12 +99,15 @@ func (x *txnIndex) add(base int64, batch []byte) {
 
 // lastStable is the last stable offset given upTo, the lower of the partition's last
 // visible offset and the offset past its last applied entry.
-func (x *txnIndex) lastStable(upTo int64) int64 {
-	lso := upTo
+func (x *txnIndex) lastStable(upTo int64) int64 { return min(upTo, x.firstOpen()) }
+
+// firstOpen is the first offset of the oldest open transaction, math.MaxInt64 if none.
+func (x *txnIndex) firstOpen() int64 {
+	first := int64(math.MaxInt64)
 	for _, t := range x.open {
-		lso = min(lso, t.first)
+		first = min(first, t.first)
 	}
-	return lso
+	return first
 }
 
 // abortedIn lists the aborted transactions that have records in [from, to): those whose
