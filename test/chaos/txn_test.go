@@ -113,3 +113,10 @@ func kfakeFinal(ctx context.Context, t *testing.T, client func(string, ...kgo.Op
 	}
 	return final
 }
+
+func TestTxnSessionError(t *testing.T) {
+	none := history.Check(nil, nil, history.Options{Mode: history.Txn})
+	if err := txnSessionError(none); err == nil || !strings.Contains(err.Error(), "no transaction committed") {
+		t.Errorf("a session with no commit: %v", err)
+	}
+}
