@@ -372,16 +372,13 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 		})
 	} else {
 		consumers["c0"] = nil
-	}
-	for i := range cfg.producers {
-		if tw != nil {
-			break
+		for i := range cfg.producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				produceLoop(loadCtx, cl, cfg.sec, rec, cfg.mode, fmt.Sprintf("p%d", i), cfg.rate)
+			}()
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			produceLoop(loadCtx, cl, cfg.sec, rec, cfg.mode, fmt.Sprintf("p%d", i), cfg.rate)
-		}()
 	}
 	if cfg.rackReads {
 		for _, rack := range cl.Racks() {
