@@ -6,6 +6,7 @@
 //	go run ./test/chaos --duration 3m --brokers 5 --faults kill,pause,partition,move
 //	go run ./test/chaos --duration 5m --brokers 5 --min-insync-racks 3 --faults recover,kill,partition
 //	go run ./test/chaos --duration 5m --rate 300 --brokers 5 --security sasl_ssl --faults kill,pause,partition,power,move
+//	go run ./test/chaos --duration 30m --seed 41 --rate 200 --mode txn --faults kill,pause,partition,power
 //
 // It starts --brokers cairn processes behind link proxies (test/chaos/faults), runs
 // idempotent franz-go producers and a consumer that record every operation
@@ -42,6 +43,12 @@
 //   - write-caching: acks=-1 on a write-caching topic; power losses of a minority lose
 //     nothing, of a majority (marked lossy) only a clean suffix per partition.
 //   - acks1: acks=1; leader failover may lose writes, offsets may never be inconsistent.
+//   - txn (txn.go): --producers transactional producers (acks=-1, a strict topic) commit
+//     or abort (one in four, drawn from the seed) transactions of a few records over
+//     several partitions, two read_committed consumers and a read_uncommitted one read
+//     everything; strict's rules, and the transaction rules of history/txn.go: a committed
+//     transaction is read whole and once, an aborted one never, nothing before its commit
+//     was asked, an ambiguous one all or nothing, and the LSO never moves back.
 package main
 
 import (
@@ -112,7 +119,7 @@ func main() {
 	)
 	flag.DurationVar(&cfg.duration, "duration", time.Minute, "how long faults are injected (the session also sets up, heals and checks)")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
-	flag.StringVar(&mode, "mode", "strict", "strict, write-caching or acks1")
+	flag.StringVar(&mode, "mode", "strict", "strict, write-caching, acks1 or txn (transactional producers and read_committed consumers; see txn.go)")
 	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power, rack (a whole rack at once), move (partition moves, cancels and leadership moves), recover (a partition's majority lost for good and force-recovered; needs --mode strict, --brokers 5+, --min-insync-racks 3, a rack per broker, no move)")
 	flag.IntVar(&cfg.brokers, "brokers", 3, "number of brokers")
 	flag.IntVar(&cfg.partitions, "partitions", 3, "partitions of the topic (replication factor = min(3, brokers))")
@@ -148,6 +155,9 @@ func main() {
 	}
 	if cfg.racks != nil {
 		cfg.brokers = len(cfg.racks)
+	}
+	if cfg.mode == history.Txn && cfg.rackReads {
+		fail(errors.New("--rack-reads is not supported with --mode txn (its consumers read leaders)"))
 	}
 	if cfg.rackReads && cfg.racks == nil {
 		cfg.racks = faults.DefaultRacks(cfg.brokers)
@@ -261,6 +271,9 @@ func run(ctx context.Context, cfg config) (*history.Result, *authReport, error) 
 		if cfg.sec, err = newSecurity(tlsDir(cfg.out)); err != nil {
 			return nil, nil, fmt.Errorf("making the certificates: %w", err)
 		}
+		if cfg.mode == history.Txn {
+			cfg.sec.txnIDs = txnIDPrefix
+		}
 	}
 	res, err := runSession(ctx, cfg)
 	if cfg.sec == nil {
@@ -351,14 +364,22 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 	}
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for i := range cfg.producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			produceLoop(loadCtx, cl, cfg.sec, rec, cfg.mode, fmt.Sprintf("p%d", i), cfg.rate)
-		}()
+	var tw *txnWorkload // --mode txn: transactional producers and their consumers instead
+	consumers := map[string][]kgo.Opt{}
+	if cfg.mode == history.Txn {
+		tw = startTxn(loadCtx, cfg, rec, cfg.sec, func(user string, opts ...kgo.Opt) (*kgo.Client, error) {
+			return cfg.sec.client(cl, user, opts...)
+		})
+	} else {
+		consumers["c0"] = nil
+		for i := range cfg.producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				produceLoop(loadCtx, cl, cfg.sec, rec, cfg.mode, fmt.Sprintf("p%d", i), cfg.rate)
+			}()
+		}
 	}
-	consumers := map[string][]kgo.Opt{"c0": nil}
 	if cfg.rackReads {
 		for _, rack := range cl.Racks() {
 			consumers["c-"+rack] = rackConsumerOpts(rack)
@@ -408,9 +429,13 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 		}
 	}
 	sleepCtx(ctx, 3*time.Second)
+	if tw != nil && schedErr == nil {
+		// The consumers read on until they have caught up with every transaction's end.
+		schedErr = tw.finish(ctx)
+	}
 	stopLoad()
 	loadDone := make(chan struct{})
-	go func() { wg.Wait(); close(loadDone) }()
+	go func() { wg.Wait(); tw.wait(); close(loadDone) }()
 	if schedErr != nil {
 		// A failed session may have left a partition that takes no acks=all write (a
 		// recovery cut short leaves it on one replica, below min.insync.racks), and a
@@ -437,7 +462,11 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 		followerReaders[process] = opts != nil
 	}
 	res, err := history.CheckFile(filepath.Join(cfg.out, "history.jsonl"), final, history.Options{
-		Mode: cfg.mode, AllowSuffixLoss: cfg.mode == history.WriteCaching && power, FollowerReaders: followerReaders})
+		Mode: cfg.mode, AllowSuffixLoss: cfg.mode == history.WriteCaching && power, FollowerReaders: followerReaders,
+		ReadCommitted: txnReadCommitted()})
+	if err == nil && tw != nil {
+		err = txnSessionError(res)
+	}
 	if err == nil && rv != nil && rv.stats.Failures > 0 {
 		err = fmt.Errorf("%d recover steps failed", rv.stats.Failures)
 	}
@@ -539,7 +568,7 @@ func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cf
 		// minority, except that write-caching sessions also cut power to a majority.
 		count := 1
 		switch {
-		case cfg.mode == history.Strict:
+		case cfg.mode == history.Strict || cfg.mode == history.Txn: // a strict topic both
 			count = 1 + rng.IntN(n)
 		case cfg.mode == history.WriteCaching && kind == "power":
 			count = 1 + rng.IntN(n)
@@ -678,35 +707,32 @@ func readRange(ctx context.Context, cl *faults.Cluster, sec *security, p int32, 
 	if from >= to {
 		return nil, nil
 	}
+	// Control records (transaction markers) are kept only to see the read reach the end:
+	// a transaction's last offset is its marker, which no producer wrote.
 	c, err := sec.client(cl, readerUser, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from)}}),
-		kgo.FetchMaxWait(500*time.Millisecond))
+		kgo.FetchMaxWait(500*time.Millisecond), kgo.KeepControlRecords())
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
 	var out []history.Record
+	last := int64(-1)
 	for {
 		fs := c.PollFetches(ctx)
 		sec.checkFetches(readerUser, "final read", fs)
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("partition %d: read %d records up to offset %d of %d", p, len(out), lastOffset(out), to)
+			return nil, fmt.Errorf("partition %d: read %d records up to offset %d of %d", p, len(out), last, to)
 		}
 		for _, r := range fs.Records() {
-			if r.Offset < to {
+			last = max(last, r.Offset)
+			if r.Offset < to && !r.Attrs.IsControl() {
 				out = append(out, history.RecordOf(r))
 			}
 		}
-		if len(out) > 0 && out[len(out)-1].Offset >= to-1 {
+		if last >= to-1 {
 			return out, nil
 		}
 	}
-}
-
-func lastOffset(rs []history.Record) int64 {
-	if len(rs) == 0 {
-		return -1
-	}
-	return rs[len(rs)-1].Offset
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

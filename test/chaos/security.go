@@ -59,6 +59,9 @@ type security struct {
 	clientTLS *tls.Config
 	passwords map[string]string
 	watch     authWatch
+	// txnIDs, when set (--mode txn), is the prefix of the transactional IDs the writer
+	// may use: authorize gives it WRITE (which implies DESCRIBE) on them.
+	txnIDs string
 }
 
 // newSecurity makes the CAs and certificates of a sasl_ssl session in dir: one CA for
@@ -181,7 +184,8 @@ func (a adminAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // authorize gives the writer WRITE (which implies DESCRIBE, and lets an idempotent
-// producer init, KIP-679) and the reader READ on the session's topic, makes the admin the
+// producer init, KIP-679) and the reader READ on the session's topic (and, in a txn session,
+// the writer WRITE on the transactional IDs it uses), makes the admin the
 // only super user and turns authorization on. It waits until every broker refuses an
 // anonymous client the topic and lets the writer and the reader see it, so no client of
 // the workload can meet a broker that has not applied it all.
@@ -198,6 +202,12 @@ func (s *security) authorize(ctx context.Context, cl *faults.Cluster) error {
 	}
 	for _, b := range acls {
 		b.ResourcePatternType(kadm.ACLPatternLiteral)
+	}
+	if s.txnIDs != "" {
+		acls = append(acls, kadm.NewACLs().Allow("User:"+writerUser).AllowHosts("*").TransactionalIDs(s.txnIDs).
+			Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternPrefixed))
+	}
+	for _, b := range acls {
 		res, err := adm.CreateACLs(ctx, b)
 		if err == nil {
 			for _, r := range res {

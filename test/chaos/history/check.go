@@ -21,15 +21,18 @@ const (
 	// answer was lost is stored again); both are counted, not violations. Everything else
 	// holds, since consumers still read only committed records.
 	Acks1 Mode = "acks1"
+	// Txn: transactional producers (acks=-1) on a strict topic, read_committed consumers.
+	// Strict's rules for every record, and the transaction rules of txn.go besides.
+	Txn Mode = "txn"
 )
 
-// ParseMode accepts strict, write-caching and acks1.
+// ParseMode accepts strict, write-caching, acks1 and txn.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
-	case Strict, WriteCaching, Acks1:
+	case Strict, WriteCaching, Acks1, Txn:
 		return m, nil
 	}
-	return "", fmt.Errorf("history: unknown mode %q (want strict, write-caching or acks1)", s)
+	return "", fmt.Errorf("history: unknown mode %q (want strict, write-caching, acks1 or txn)", s)
 }
 
 // Options say what the contract allows in a run.
@@ -49,6 +52,9 @@ type Options struct {
 	// move between replicas, and the regress check leaves them out. Every other check,
 	// what they read above all, applies to them as to any reader.
 	FollowerReaders map[string]bool
+	// ReadCommitted are the processes that read under read_committed: the transaction
+	// rules (txn.go) judge what they read. Every other reader may see aborted records.
+	ReadCommitted map[string]bool
 }
 
 // FinalPartition is the final full read of one partition: every record from LogStart.
@@ -78,8 +84,12 @@ const (
 	VMalformed       = "malformed"
 )
 
-var kinds = []string{VLost, VSuffixHole, VInconsistent, VDuplicate, VNonMonoSend, VNonMonoPoll,
-	VAboveHW, VFailedRead, VPhantom, VVanished, VHWRegress, VLogStartRegress, VCommitRegress, VMalformed}
+// kindsTxn are the transaction rules' kinds (txn.go), after the others.
+var kindsTxn = []string{VTxnMissing, VTxnPartial, VTxnAborted, VTxnEarly, VTxnDup, VLSORegress, VAboveLSO}
+
+var kinds = append([]string{VLost, VSuffixHole, VInconsistent, VDuplicate, VNonMonoSend, VNonMonoPoll,
+	VAboveHW, VFailedRead, VPhantom, VVanished, VHWRegress, VLogStartRegress, VCommitRegress, VMalformed},
+	kindsTxn...)
 
 // MaxDetails is how many violations of each kind Violations keeps.
 const MaxDetails = 20
@@ -97,6 +107,7 @@ type Summary struct {
 	Lost       int   // acknowledged writes missing from the final read (allowed or not)
 	LostOK     int   // of Lost, those the mode allows
 	DupOK      int   // values stored at more than one offset that the mode allows (acks1)
+	Txns       TxnSummary
 	Counts     map[string]int
 }
 
@@ -115,8 +126,11 @@ func (s Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ops=%d faults=%d acked=%d checked=%d unverified=%d indefinite=%d definite-fail=%d reads=%d lost=%d lost-allowed=%d dup-allowed=%d",
 		s.Ops, s.Faults, s.Acked, s.Checked, s.Unverified, s.Indefinite, s.Definite, s.Reads, s.Lost, s.LostOK, s.DupOK)
+	if s.Txns.Begun > 0 {
+		fmt.Fprintf(&b, " %s", s.Txns)
+	}
 	for _, k := range kinds {
-		if k == VLost {
+		if k == VLost || (s.Txns.Begun == 0 && slices.Contains(kindsTxn, k) && s.Counts[k] == 0) {
 			continue
 		}
 		if k == VNonMonoSend {
@@ -222,6 +236,7 @@ type Checker struct {
 	commits   map[gtp][]commitObs
 	committed map[gtp][]commitObs
 	faults    []lossyFault
+	txn       *txnIndex
 	finished  bool
 }
 
@@ -238,6 +253,7 @@ func NewChecker(opts Options) *Checker {
 		hws:       map[ptp][]hwObs{},
 		commits:   map[gtp][]commitObs{},
 		committed: map[gtp][]commitObs{},
+		txn:       newTxnIndex(),
 	}
 }
 
@@ -279,6 +295,7 @@ func (c *Checker) Add(op Op) {
 		if op.HW >= 0 || op.LogStart >= 0 {
 			c.hws[k] = append(c.hws[k], hwObs{op.Seq, op.Seq, op.HW, op.LogStart, op.LeaderEpoch})
 		}
+		c.addTxnPoll(op)
 	case KindSeek:
 		delete(c.lastPoll, ptp{op.Process, tp})
 	case KindOffsets:
@@ -318,6 +335,8 @@ func (c *Checker) Add(op Op) {
 		if n := len(c.faults); n > 0 && c.faults[n-1].name == op.Value && c.faults[n-1].restart == c.faults[n-1].at {
 			c.faults[n-1].restart, c.faults[n-1].restartAt = op.Seq, op.Time.UnixNano()
 		}
+	case KindTxnBegin, KindTxnEnd, KindCaughtUp:
+		c.addTxn(op)
 	default:
 		c.violate(VMalformed, "seq %d: unknown kind %q", op.Seq, op.Kind)
 	}
@@ -349,6 +368,7 @@ func (c *Checker) addProduce(op Op) {
 		}
 		p := &prod{value: op.Value, process: op.Process, tp: tp, inv: op.Seq, phase: Invoke, offset: -1}
 		c.prods[op.Value] = p
+		c.txnProduced(op)
 		c.byID[op.ID] = p
 		return
 	}
@@ -536,6 +556,7 @@ func (c *Checker) Finish(final Final) *Result {
 	c.checkSends()
 	c.checkRegress()
 	c.checkCommits()
+	c.checkTxns(finalOffsets)
 	return c.res
 }
 
@@ -732,70 +753,4 @@ func (c *Checker) checkCommits() {
 			}
 		}
 	}
-}
-
-func describe(m map[string]string) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	parts := make([]string, len(ks))
-	for i, k := range ks {
-		parts[i] = fmt.Sprintf("%q (%s)", k, m[k])
-	}
-	return strings.Join(parts, ", ")
-}
-
-func tpLess(a, b TP) bool {
-	if a.Topic != b.Topic {
-		return a.Topic < b.Topic
-	}
-	return a.Partition < b.Partition
-}
-
-func sortKeys(ks []obsKey) {
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].tp != ks[j].tp {
-			return tpLess(ks[i].tp, ks[j].tp)
-		}
-		return ks[i].off < ks[j].off
-	})
-}
-
-func sortedTPs[V any](m map[TP]V) []TP {
-	ks := make([]TP, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool { return tpLess(ks[i], ks[j]) })
-	return ks
-}
-
-func sortedPTPs[V any](m map[ptp]V) []ptp {
-	ks := make([]ptp, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].process != ks[j].process {
-			return ks[i].process < ks[j].process
-		}
-		return tpLess(ks[i].tp, ks[j].tp)
-	})
-	return ks
-}
-
-func sortedGTPs[V any](m map[gtp]V) []gtp {
-	ks := make([]gtp, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].group != ks[j].group {
-			return ks[i].group < ks[j].group
-		}
-		return tpLess(ks[i].tp, ks[j].tp)
-	})
-	return ks
 }

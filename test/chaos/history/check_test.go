@@ -530,7 +530,7 @@ func TestDefiniteProduceError(t *testing.T) {
 }
 
 func TestParseMode(t *testing.T) {
-	for _, s := range []string{"strict", "write-caching", "acks1"} {
+	for _, s := range []string{"strict", "write-caching", "acks1", "txn"} {
 		if _, err := ParseMode(s); err != nil {
 			t.Error(err)
 		}

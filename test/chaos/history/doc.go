@@ -6,7 +6,8 @@
 // only in-flight invocations are held) with a loader for it, and the Checker that turns a
 // history plus a final full read of each partition into a Summary and a bounded list of
 // violations. kgo.go adapts franz-go values (kgo.Record, produce promises, kgo.Fetches) into
-// operations.
+// operations, and kgo_txn.go does the same for transactions (EndTransaction's outcome, fetches
+// with their last stable offset); txn.go holds the transaction rules of mode txn.
 //
 // It must not do anything else: no processes, no network, no fault injection and no
 // workload loop. Those belong to test/chaos and test/chaos/faults, which call into this

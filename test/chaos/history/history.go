@@ -41,6 +41,22 @@ const (
 	// records it once those brokers are up again, so its Time may precede the Time of
 	// entries just before it.
 	KindRestart Kind = "restart"
+	// KindTxnBegin opens transaction Txn of the transactional producer Process (one
+	// observation at BeginTransaction): Records are the records it means to produce, with
+	// their keys and values (offsets -1). Each is then produced as a KindProduce that
+	// carries the same Txn. See txn.go.
+	KindTxnBegin Kind = "txn-begin"
+	// KindTxnEnd is an EndTransaction of Txn: Value is "commit" or "abort", the invocation
+	// is recorded just before the request and its Time is when the producer asked; the
+	// completion is OK, Fail (Definite when the commit was surely not made, see
+	// DefiniteTxnEndError) or Unknown. Key says why the producer chose it ("chosen", or
+	// "produce failed" when a record of the transaction failed). A transaction may have
+	// several: an abort after a failed commit.
+	KindTxnEnd Kind = "txn-end"
+	// KindCaughtUp says the consumer Process has read Topic/Partition up to Offset (its
+	// position, past any control records) once the producers had stopped and every
+	// transaction had ended: what is committed below Offset it must have read.
+	KindCaughtUp Kind = "caught-up"
 )
 
 // Phase is where an operation is in its life.
@@ -85,6 +101,11 @@ type Op struct {
 	Lossy       bool      `json:"lossy,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	Time        time.Time `json:"time"`
+	// Txn names the transaction of a txn-begin, txn-end or transactional produce.
+	Txn string `json:"txn,omitempty"`
+	// LSO is a poll's last stable offset, when the fetch response carried it (nil: not
+	// known, as in histories older than transactions).
+	LSO *int64 `json:"lso,omitempty"`
 }
 
 // NewOp returns an Op of the given kind with every number unknown (-1).
