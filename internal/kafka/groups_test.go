@@ -345,8 +345,12 @@ func TestGroupRequestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fresp.Coordinators) != 1 || fresp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code {
+	if len(fresp.Coordinators) != 1 || fresp.Coordinators[0].ErrorCode != 0 || fresp.Coordinators[0].NodeID != 1 {
 		t.Fatalf("transaction coordinator: %+v", fresp.Coordinators)
+	}
+	fc.CoordinatorType = 2 // a share group's (KIP-932): not served
+	if fresp, err = fc.RequestWith(ctx, cl); err != nil || fresp.Coordinators[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("unknown coordinator type: %+v %v", fresp, err)
 	}
 	fc.CoordinatorType = 0
 	fc.CoordinatorKeys = []string{"a", "b"}

@@ -138,8 +138,10 @@ func validateProduce(cfg *config.TopicConfig, records []byte, txn bool) ([]byte,
 		return reject(kerr.InvalidRecord, "a transactional batch needs a transactional id")
 	case !isTxn && txn:
 		return reject(kerr.InvalidRecord, "a transactional produce must carry a transactional batch")
-	case isTxn && (h.ProducerID < 0 || h.ProducerEpoch < 0 || h.BaseSequence < 0):
-		return reject(kerr.InvalidRecord, "a transactional batch must carry a producer id, epoch and sequence")
+	case isTxn && (h.ProducerID < 0 || h.ProducerEpoch < 0):
+		// A sequence may be missing (-1) only in a batch the group coordinator writes for
+		// TxnOffsetCommit; the Kafka layer refuses one from a client (broker.ProduceTxn).
+		return reject(kerr.InvalidRecord, "a transactional batch must carry a producer id and epoch")
 	}
 	if verr := checkRecords(cfg, batches[0]); verr != nil {
 		return reject(verr.Err, verr.Msg)

@@ -195,7 +195,7 @@ func runChain(t *testing.T, name string, groupOpts func(stage, member int) []kgo
 }
 
 // waitChainSettled waits until each stage's group has committed offsets at the
-// read_committed end of its input.
+// read_committed end of its input (an empty partition needs no commit).
 func waitChainSettled(t *testing.T, adm *kadm.Client, name string) {
 	t.Helper()
 	waitFor(t, 2*time.Minute, func() bool {
@@ -213,7 +213,13 @@ func waitChainSettled(t *testing.T, adm *kadm.Client, name string) {
 			settled := true
 			ends.Each(func(o kadm.ListedOffset) {
 				c, ok := got.Lookup(in, o.Partition)
-				if !ok || c.At < o.Offset {
+				end := o.Offset
+				if stage > 1 && end > 0 {
+					// A transactional input ends with its last commit marker, which a
+					// consumer reads past but commits no offset after.
+					end--
+				}
+				if (!ok && end > 0) || (ok && c.At < end) {
 					settled = false
 				}
 			})
