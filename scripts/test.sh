@@ -22,3 +22,4 @@ go run ./test/chaos --duration 20s --seed 2 --mode acks1 --faults kill,pause,par
 go run ./test/chaos --duration 20s --seed 3 --mode strict --brokers 5 --faults kill,partition,move
 go run ./test/chaos --duration 4s --seed 1 --mode strict --brokers 5 --min-insync-racks 3 --faults recover
 go run ./test/chaos --duration 15s --seed 4 --mode strict --security sasl_ssl --faults kill,partition,power
+go run ./test/chaos --duration 20s --seed 5 --mode txn --faults kill,pause,partition,power
