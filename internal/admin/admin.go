@@ -62,7 +62,7 @@ func NewMetrics(b *broker.Broker) *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.connections, m.responseBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&partitionCollector{b: b}, &rpcCollector{b: b})
+		&partitionCollector{b: b}, &rpcCollector{b: b}, &txnCollector{b: b})
 	return m
 }
 
@@ -108,6 +108,8 @@ var (
 	descMajority  = prometheus.NewDesc("cairn_partition_majority_replicated_offset", "Next offset past what a voting majority has written.", partitionLabels, nil)
 	descCommitted = prometheus.NewDesc("cairn_partition_committed_offset", "Next offset past what is committed (flush-aware).", partitionLabels, nil)
 	descVisible   = prometheus.NewDesc("cairn_partition_last_visible_offset", "High watermark: what Fetch may return.", partitionLabels, nil)
+	descStable    = prometheus.NewDesc("cairn_partition_last_stable_offset", "Last stable offset: what a read_committed Fetch may return.", partitionLabels, nil)
+	descStableLag = prometheus.NewDesc("cairn_partition_lso_lag", "Offsets between the last stable offset and the high watermark: held back from read_committed by open transactions.", partitionLabels, nil)
 	descSize      = prometheus.NewDesc("cairn_partition_size_bytes", "Partition size on disk.", partitionLabels, nil)
 	descFlushes   = prometheus.NewDesc("cairn_partition_flushes_total", "Fsync rounds run; fewer than produce requests when group commit shares them.", partitionLabels, nil)
 	descLeader    = prometheus.NewDesc("cairn_partition_leader", "1 if this broker leads the partition, else 0.", partitionLabels, nil)
@@ -131,7 +133,7 @@ var (
 type partitionCollector struct{ b *broker.Broker }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	describe(ch, descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descSize, descFlushes,
+	describe(ch, descLogStart, descLogEnd, descFlushed, descMajority, descCommitted, descVisible, descStable, descStableLag, descSize, descFlushes,
 		descLeader, descEpoch, descReplicas, descISR, descUnderMin, descAtMin, descUnderRepl, descUnderRack, descAtRack,
 		descUnderMinCount, descAtMinCount, descUnderReplCount, descUnderRackCount, descAtRackCount)
 }
@@ -151,7 +153,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, g := range []struct {
 			d *prometheus.Desc
 			v int64
-		}{{descLogStart, bd.LogStart}, {descLogEnd, bd.LogEnd}, {descFlushed, bd.Flushed}, {descMajority, bd.MajorityReplicated}, {descCommitted, bd.Committed}, {descVisible, bd.LastVisible}, {descSize, p.SizeBytes()}} {
+		}{{descLogStart, bd.LogStart}, {descLogEnd, bd.LogEnd}, {descFlushed, bd.Flushed}, {descMajority, bd.MajorityReplicated}, {descCommitted, bd.Committed}, {descVisible, bd.LastVisible}, {descStable, bd.LastStable}, {descStableLag, max(0, bd.LastVisible-bd.LastStable)}, {descSize, p.SizeBytes()}} {
 			ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, float64(g.v), labels...)
 		}
 		ch <- prometheus.MustNewConstMetric(descFlushes, prometheus.CounterValue, float64(p.Flushes()), labels...)

@@ -202,8 +202,15 @@ func TestTxnTimeoutAborts(t *testing.T) {
 	if got := lso(); got != 0 {
 		t.Fatalf("last stable offset %d with the transaction open at offset 0, want 0", got)
 	}
+	if lag, ok := b.Metric(t, "cairn_partition_lso_lag", `{partition="0",topic="`+topic+`"}`); !ok || lag != 2 {
+		t.Errorf("cairn_partition_lso_lag = %v (%v) with two records behind the open transaction, want 2", lag, ok)
+	}
 	// The abort marker follows the plain record: offsets 0 abandoned, 1 plain, 2 marker.
 	waitFor(t, 30*time.Second, func() bool { return lso() == 3 })
+	waitFor(t, 10*time.Second, func() bool {
+		n, ok := b.Metric(t, "cairn_txn_aborted_by_timeout_total", "")
+		return ok && n == 1
+	})
 	got := values(t, consumeFrom(t, func(o ...kgo.Opt) *kgo.Client { return b.Client(t, append(o, readCommitted)...) }, topic, fromStart(1), 1, 30*time.Second))
 	if !got["plain"] || got["abandoned"] {
 		t.Errorf("read_committed read %v, want only the plain record", got)
