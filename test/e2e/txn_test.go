@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,5 +218,42 @@ func TestTxnTimeoutAborts(t *testing.T) {
 	}
 	if err := abandoned.EndTransaction(ctx, kgo.TryCommit); err == nil {
 		t.Fatal("a commit after the coordinator aborted the transaction succeeded")
+	}
+}
+
+// TestTxnCLI: `cairn txn list` and `cairn txn describe` show an open transaction, with
+// its partitions, and its state once committed.
+func TestTxnCLI(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, BrokerOpts{})
+	const topic = "txn-cli"
+	createTopic(t, b.Admin(t), topic, 2, nil)
+	ctx := ctxFor(t, 60*time.Second)
+	p := b.Client(t, kgo.TransactionalID("cli-txn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 1, Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	r := cairnCLI(t, b, "", "txn", "list", "--state", "Ongoing")
+	if !strings.Contains(r.Stdout, "cli-txn") || !strings.Contains(r.Stdout, "Ongoing") {
+		t.Errorf("txn list --state Ongoing does not show the open transaction:\n%s", r.Stdout)
+	}
+	r = cairnCLI(t, b, "", "txn", "describe", "cli-txn")
+	if !strings.Contains(r.Stdout, "Ongoing") || !strings.Contains(r.Stdout, topic+"/1") {
+		t.Errorf("txn describe of an open transaction lacks its state or partition:\n%s", r.Stdout)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		return strings.Contains(cairnCLI(t, b, "", "txn", "describe", "cli-txn").Stdout, "CompleteCommit")
+	})
+	if r := cairnCLI(t, b, "", "txn", "list", "--state", "Ongoing"); strings.Contains(r.Stdout, "cli-txn") {
+		t.Errorf("a committed transaction is listed as Ongoing:\n%s", r.Stdout)
+	}
+	if r := run(t, 30*time.Second, "", cairnBin, "txn", "describe", "nobody", "--brokers", b.KafkaAddr); r.Err == nil {
+		t.Errorf("describing an unknown transactional id succeeded:\n%s", r)
 	}
 }
