@@ -28,6 +28,9 @@ type benchProduceFlags struct {
 	warmup      time.Duration
 	linger      time.Duration
 	bufferBytes byteSize
+	// txnRecords > 0 makes each producer transactional, committing every txnRecords
+	// records.
+	txnRecords int
 }
 
 func (f *benchProduceFlags) register(fs *pflag.FlagSet) {
@@ -43,6 +46,7 @@ func (f *benchProduceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.warmup, "warmup", 2*time.Second, "run this long before measuring; excluded from the figures")
 	fs.DurationVar(&f.linger, "linger", 10*time.Millisecond, "how long a partition's batch waits for more records (franz-go's linger)")
 	fs.Var(&f.bufferBytes, "buffer", "bytes of records all producers together may have unacknowledged (bounds memory)")
+	fs.IntVar(&f.txnRecords, "txn-records", 0, "transactional producers committing a transaction every this many records (0: not transactional)")
 }
 
 // producerOpts validates the flags and translates them into franz-go options.
@@ -94,6 +98,9 @@ func (f *benchProduceFlags) producerOpts(cmd *cobra.Command) ([]kgo.Opt, error) 
 	if !f.idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
+	if f.txnRecords < 0 || (f.txnRecords > 0 && !f.idempotent) {
+		return nil, fmt.Errorf("invalid --txn-records %d: must not be negative, and transactions need --acks all and idempotence", f.txnRecords)
+	}
 	codec, err := parseCompression(f.compression)
 	if err != nil {
 		return nil, err
@@ -132,6 +139,7 @@ func (f *benchProduceFlags) params(p map[string]any, partitions int32) {
 	p["rate"] = f.rate
 	p["warmup_s"] = f.warmup.Seconds()
 	p["linger_ms"] = float64(f.linger) / 1e6
+	p["txn_records"] = f.txnRecords
 }
 
 // e2eHeader is the size of the prefix bench e2e writes into every value: a
@@ -182,8 +190,12 @@ func newBenchProducers(cmd *cobra.Command, cf *clientFlags, f *benchProduceFlags
 		}
 		return &kgo.Record{}
 	}
-	for range f.producers {
-		cl, err := cf.newClient(cmd, opts...)
+	for i := range f.producers {
+		copts := opts
+		if f.txnRecords > 0 {
+			copts = append(append([]kgo.Opt{}, opts...), kgo.TransactionalID(fmt.Sprintf("cairn-bench-%x-%d", p.runID, i)))
+		}
+		cl, err := cf.newClient(cmd, copts...)
 		if err != nil {
 			p.close()
 			return nil, err
@@ -227,7 +239,11 @@ func (p *benchProducers) start(ctx context.Context, base time.Time) {
 			}
 		}
 		p.wg.Go(func() {
+			inTxn := 0
 			p.produce(ctx, perRate, uint64(i), func(r *kgo.Record) bool {
+				if p.flags.txnRecords > 0 && !p.nextTxnRecord(ctx, cl, &inTxn) {
+					return false
+				}
 				for unacked.Load() >= limit {
 					select {
 					case <-ctx.Done():
@@ -241,6 +257,29 @@ func (p *benchProducers) start(ctx context.Context, base time.Time) {
 			})
 		})
 	}
+}
+
+// nextTxnRecord keeps a transactional producer in a transaction: it begins one before
+// the first record and commits it after every --txn-records records (EndTransaction
+// flushes first, so the commit's wait is part of the throughput). false: stop.
+func (p *benchProducers) nextTxnRecord(ctx context.Context, cl *kgo.Client, inTxn *int) bool {
+	if *inTxn == p.flags.txnRecords {
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			if ctx.Err() == nil {
+				p.errs.add(err)
+			}
+			return false
+		}
+		*inTxn = 0
+	}
+	if *inTxn == 0 {
+		if err := cl.BeginTransaction(); err != nil {
+			p.errs.add(err)
+			return false
+		}
+	}
+	*inTxn++
+	return true
 }
 
 // produce makes records at rate (0: as fast as send takes them) until ctx is
@@ -312,7 +351,13 @@ func (p *benchProducers) stop(flushTimeout time.Duration) int64 {
 	defer done()
 	var wg sync.WaitGroup
 	for _, cl := range p.clients {
-		wg.Go(func() { _ = cl.Flush(ctx) })
+		wg.Go(func() {
+			if p.flags.txnRecords > 0 {
+				_ = cl.EndTransaction(ctx, kgo.TryCommit) // flushes, then commits what is open
+				return
+			}
+			_ = cl.Flush(ctx)
+		})
 	}
 	wg.Wait()
 	var left int64
