@@ -66,6 +66,7 @@ func init() {
 		50: {0, 0, handleDescribeUserSCRAMCredentials},
 		51: {0, 0, handleAlterUserSCRAMCredentials},
 		60: {0, 1, handleDescribeCluster},
+		61: {0, 0, handleDescribeProducers},
 		65: {0, 0, handleDescribeTransactions},
 		66: {0, 1, handleListTransactions},
 	}

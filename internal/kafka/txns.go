@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/broker"
 	"github.com/cairn-io/cairn/internal/group"
+	"github.com/cairn-io/cairn/internal/partition"
 	"github.com/cairn-io/cairn/internal/txn"
 )
 
@@ -288,4 +289,38 @@ func handleTxnOffsetCommit(s *Server, ctx context.Context, kreq kmsg.Request) re
 			return errCode(fenced(errs[slot[i]][j], req.Version, 3))
 		})
 	}
+}
+
+func handleDescribeProducers(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
+	req := kreq.(*kmsg.DescribeProducersRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	readable := s.topicChecks(ctx, kmsg.ACLOperationRead)
+	for _, rt := range req.Topics {
+		t := kmsg.NewDescribeProducersResponseTopic()
+		t.Topic = rt.Topic
+		for _, id := range rt.Partitions {
+			rp := kmsg.NewDescribeProducersResponseTopicPartition()
+			rp.Partition = id
+			if !readable.allowed(rt.Topic) {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				t.Partitions = append(t.Partitions, rp)
+				continue
+			}
+			p, err := s.b.Partition(rt.Topic, id)
+			var producers []partition.ProducerInfo
+			if err == nil {
+				producers, err = p.Producers()
+			}
+			rp.ErrorCode, rp.ErrorMessage = errCode(err), errMsg(err, "")
+			for _, pi := range producers {
+				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = pi.ProducerID, int32(pi.ProducerEpoch), pi.LastSequence
+				ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, pi.CoordinatorEpoch, pi.TxnStartOffset
+				rp.ActiveProducers = append(rp.ActiveProducers, ap)
+			}
+			t.Partitions = append(t.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return respond(resp)
 }

@@ -203,6 +203,19 @@ func TestTxnTimeoutAborts(t *testing.T) {
 	if got := lso(); got != 0 {
 		t.Fatalf("last stable offset %d with the transaction open at offset 0, want 0", got)
 	}
+	dp, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := 0
+	for _, pr := range dp.SortedProducers() {
+		if pr.CurrentTxnStartOffset == 0 {
+			open++
+		}
+	}
+	if open != 1 {
+		t.Errorf("DescribeProducers shows %d producers with a transaction open at offset 0, want 1: %+v", open, dp.SortedProducers())
+	}
 	if lag, ok := b.Metric(t, "cairn_partition_lso_lag", `{partition="0",topic="`+topic+`"}`); !ok || lag != 2 {
 		t.Errorf("cairn_partition_lso_lag = %v (%v) with two records behind the open transaction, want 2", lag, ok)
 	}
