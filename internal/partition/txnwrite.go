@@ -40,8 +40,8 @@ const maxGuards = 1 << 16
 
 // BeginTxnVerification starts verifying that this partition is in producerID's
 // transaction at epoch (KIP-890). already reports that the leader has that transaction
-// open here, so no verification is needed; otherwise guard is a fresh non-zero guard for
-// the producer, replacing any older one, to pass to ProduceTxn once the transaction
+// open here, so no verification is needed; otherwise guard is the producer's guard for
+// epoch (a fresh non-zero one, replacing one of another epoch), to pass to ProduceTxn once the transaction
 // coordinator confirmed the partition is in the transaction. A guard is dropped by a
 // marker for the producer and when leadership moves (the producer's batch is then
 // refused and the client verifies again, or aborts).
@@ -55,6 +55,12 @@ func (p *Partition) BeginTxnVerification(producerID int64, epoch int16) (guard u
 	}
 	if st := p.producers[producerID]; st != nil && st.txnOpen && st.txnEpoch == epoch {
 		return 0, true
+	}
+	if g, ok := p.guards[producerID]; ok && g.epoch == epoch {
+		// Another request of the producer is verifying the same transaction (a client
+		// keeps several produce requests in flight): they share the guard, so that
+		// admitting one does not void the others, and a marker voids them all.
+		return g.guard, false
 	}
 	if _, ok := p.guards[producerID]; !ok && len(p.guards) >= maxGuards {
 		for id := range p.guards {

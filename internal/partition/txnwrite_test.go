@@ -93,6 +93,9 @@ func runTxnWriteCommand(t *testing.T, d *datadriven.TestData, hp **harness, guar
 		if g == 0 {
 			t.Fatalf("%s: a zero guard", d.Pos)
 		}
+		if prev, ok := guards[arg("pid", -1)]; ok && prev == g {
+			return "the guard given before"
+		}
 		guards[arg("pid", -1)] = g
 		return "guard given"
 	case "produce-txn":
