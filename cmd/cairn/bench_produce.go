@@ -260,10 +260,14 @@ func (p *benchProducers) start(ctx context.Context, base time.Time) {
 }
 
 // nextTxnRecord keeps a transactional producer in a transaction: it begins one before
-// the first record and commits it after every --txn-records records (EndTransaction
-// flushes first, so the commit's wait is part of the throughput). false: stop.
+// the first record and commits it after every --txn-records records, once they are
+// flushed (franz-go's EndTransaction does not flush), so the commit's wait is part of the
+// throughput. false: stop.
 func (p *benchProducers) nextTxnRecord(ctx context.Context, cl *kgo.Client, inTxn *int) bool {
 	if *inTxn == p.flags.txnRecords {
+		if err := cl.Flush(ctx); err != nil {
+			return false
+		}
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 			if ctx.Err() == nil {
 				p.errs.add(err)
@@ -352,11 +356,10 @@ func (p *benchProducers) stop(flushTimeout time.Duration) int64 {
 	var wg sync.WaitGroup
 	for _, cl := range p.clients {
 		wg.Go(func() {
-			if p.flags.txnRecords > 0 {
-				_ = cl.EndTransaction(ctx, kgo.TryCommit) // flushes, then commits what is open
-				return
-			}
 			_ = cl.Flush(ctx)
+			if p.flags.txnRecords > 0 {
+				_ = cl.EndTransaction(ctx, kgo.TryCommit) // commits what is open
+			}
 		})
 	}
 	wg.Wait()
