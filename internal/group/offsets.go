@@ -119,6 +119,12 @@ func (c *Coordinator) Commit(req CommitRequest) CommitWait {
 		}
 		done <- err
 	})
+	return c.commitWait(base, slots, out, done, func(err *kerr.Error) *kerr.Error { return err })
+}
+
+// commitWait places slots at their log offsets from base and returns the wait for done,
+// which reports each slot's error through mapErr.
+func (c *Coordinator) commitWait(base int64, slots []commitSlot, out [][]*kerr.Error, done <-chan *kerr.Error, mapErr func(*kerr.Error) *kerr.Error) CommitWait {
 	for n := range slots {
 		slots[n].c.logOffset = base + int64(n)
 	}
@@ -130,7 +136,7 @@ func (c *Coordinator) Commit(req CommitRequest) CommitWait {
 			err = kerr.NotCoordinator
 		}
 		for _, s := range slots {
-			out[s.i][s.j] = err
+			out[s.i][s.j] = mapErr(err)
 		}
 		return out
 	}

@@ -103,21 +103,7 @@ func (c *Coordinator) TxnCommit(req TxnCommitRequest, verify func() *kerr.Error)
 		}
 		done <- err
 	})
-	for n := range slots {
-		slots[n].c.logOffset = base + int64(n)
-	}
-	return func() [][]*kerr.Error {
-		var err *kerr.Error
-		select {
-		case err = <-done:
-		case <-c.ctx.Done():
-			err = kerr.NotCoordinator
-		}
-		for _, s := range slots {
-			out[s.i][s.j] = txnCommitError(err)
-		}
-		return out
-	}
+	return c.commitWait(base, slots, out, done, txnCommitError)
 }
 
 // txnCommitError is what a producer's TxnOffsetCommit is told of a failed write: the
