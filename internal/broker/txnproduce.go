@@ -107,10 +107,9 @@ func decodeTxnVerifyResponse(b []byte) (uint64, *kerr.Error, error) {
 	if code == 0 {
 		return binary.BigEndian.Uint64(b[1:]), nil, nil
 	}
-	e := kerr.ErrorForCode(code)
 	var ke *kerr.Error
-	if !errors.As(e, &ke) {
-		ke = kerr.UnknownServerError
+	if !errors.As(kerr.ErrorForCode(code), &ke) || ke.Code != code {
+		return 0, nil, errBadTxnVerify // no Kafka error has this code
 	}
 	return binary.BigEndian.Uint64(b[1:]), ke, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/txn"
 )
 
 func TestLeadersRoundTrip(t *testing.T) {
@@ -65,6 +66,26 @@ func TestTxnMarkerRoundTrip(t *testing.T) {
 	}
 }
 
+func TestTxnVerifyRoundTrip(t *testing.T) {
+	req := txnVerifyRequest{corr: 12, id: "orders-app", pid: 1 << 33, epoch: 5, tp: txn.TopicPartition{Topic: "orders", Partition: 7}}
+	enc := encodeTxnVerifyRequest(req)
+	if got, err := decodeTxnVerifyRequest(enc); err != nil || got != req {
+		t.Fatalf("request round trip: %+v %v", got, err)
+	}
+	for _, code := range []*kerr.Error{nil, kerr.ProducerFenced, kerr.InvalidTxnState} {
+		corr, got, err := decodeTxnVerifyResponse(encodeTxnVerifyResponse(3, code))
+		if err != nil || corr != 3 || got != code {
+			t.Fatalf("response round trip of %v: %d %v %v", code, corr, got, err)
+		}
+	}
+	noID := encodeTxnVerifyRequest(txnVerifyRequest{corr: 1, tp: txn.TopicPartition{Topic: "t"}, pid: 1})
+	for _, bad := range [][]byte{nil, {1}, enc[:len(enc)-1], append(bytes.Clone(enc), 0), noID} {
+		if _, err := decodeTxnVerifyRequest(bad); err == nil {
+			t.Errorf("decodeTxnVerifyRequest(%x) accepted", bad)
+		}
+	}
+}
+
 // FuzzDecodeBrokerMessages: the broker's own inter-broker messages never panic on any
 // input, and what decodes re-encodes to the same bytes.
 func FuzzDecodeBrokerMessages(f *testing.F) {
@@ -74,7 +95,16 @@ func FuzzDecodeBrokerMessages(f *testing.F) {
 		requester: &Requester{Principal: "User:alice", Host: "10.0.0.7"}}))
 	f.Add(encodeForwardResponse(1, partition.ProduceResult{BaseOffset: 5}))
 	f.Add(encodeTxnMarkerRequest(txnMarkerRequest{corr: 3, timeoutMs: 100, m: TxnMarker{Topic: "t", Partition: 2, ProducerID: 7, ProducerEpoch: 1, Commit: true}}))
+	f.Add(encodeTxnVerifyRequest(txnVerifyRequest{corr: 4, id: "app", pid: 9, epoch: 2, tp: txn.TopicPartition{Topic: "t", Partition: 1}}))
+	f.Add(encodeTxnVerifyResponse(4, kerr.InvalidTxnState))
+	f.Add([]byte("\x010000000000")) // a verify answer with a code no Kafka error has
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if req, err := decodeTxnVerifyRequest(b); err == nil && !bytes.Equal(encodeTxnVerifyRequest(req), b) {
+			t.Fatalf("verify request %x re-encodes differently", b)
+		}
+		if corr, code, err := decodeTxnVerifyResponse(b); err == nil && !bytes.Equal(encodeTxnVerifyResponse(corr, code), b) {
+			t.Fatalf("verify response %x re-encodes differently", b)
+		}
 		if list, err := decodeLeaders(b); err == nil && !bytes.Equal(encodeLeaders(list), b) {
 			t.Fatalf("leaders %x re-encode differently", b)
 		}
