@@ -32,13 +32,14 @@ func (p *Partition) applyCommitted(_ uint64, ents []*raftpb.Entry) {
 	}
 }
 
-// buildTxnIndex reads the log into a fresh index up to the last configuration change,
-// before the group starts: raft applies again only the entries after that one, and every
+// buildTxnIndex reads the log into a fresh index up to the apply floor (the last
+// configuration change, or the log's start if retention removed it), before the group
+// starts: raft applies again only the entries after that one, and every
 // entry up to it is committed (an entry above the commit may yet be truncated, so it is
 // left to the hook).
 func (p *Partition) buildTxnIndex() error {
 	x := newTxnIndex(p.log.LogStartOffset())
-	end, err := p.log.EndOffsetAt(p.ls.ConfIndex())
+	end, err := p.log.EndOffsetAt(p.ls.ApplyFloor())
 	if err != nil {
 		end = p.log.LogStartOffset()
 	}

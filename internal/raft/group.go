@@ -71,7 +71,7 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 		ElectionTick:              h.opts.ElectionTicks,
 		HeartbeatTick:             h.opts.HeartbeatTicks,
 		Storage:                   ls,
-		Applied:                   ls.ConfIndex(),
+		Applied:                   ls.ApplyFloor(),
 		MaxSizePerMsg:             h.opts.MaxSizePerMsg,
 		MaxInflightMsgs:           h.opts.MaxInflightMsgs,
 		MaxInflightBytes:          h.opts.MaxInflightBytes,
@@ -90,7 +90,7 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 	g := &group{id: id, h: h, ls: ls, apply: cfg.Apply, onChange: cfg.OnChange, flushDelay: cfg.FlushDelay,
 		shareVisible: cfg.ShareVisible, rn: rn,
 		written: map[uint64]uint64{}, acked: ackMap{}}
-	g.applied = ls.ConfIndex()
+	g.applied = ls.ApplyFloor()
 	joiner := cfg.Bootstrap == nil && len(cs.GetVoters()) == 0 && len(cs.GetLearners()) == 0 && ls.WrittenIndex() == 0
 	if err := g.loadJoinGate(joiner); err != nil {
 		return err

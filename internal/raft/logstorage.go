@@ -546,7 +546,19 @@ func (s *LogStorage) Joinable() bool {
 	return !atZero || s.log.FirstIndex() > 1
 }
 
-// ConfIndex is the index of the last ConfState set (the Applied floor for a restart).
+// ApplyFloor is where Raft starts applying after a restart: the last ConfState's index,
+// unless retention removed the entry that set it, in which case it is the index before
+// the log's first entry (the snapshot index, which etcd raft takes as applied already).
+// An Applied below that is out of range for etcd raft.
+func (s *LogStorage) ApplyFloor() uint64 {
+	floor := s.ConfIndex()
+	if first := s.log.FirstIndex(); first > 0 {
+		floor = max(floor, first-1)
+	}
+	return floor
+}
+
+// ConfIndex is the index of the last ConfState set.
 func (s *LogStorage) ConfIndex() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
