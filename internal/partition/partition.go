@@ -137,6 +137,9 @@ type Partition struct {
 	// taken alone, never with mu or the group's lock.
 	txnMu sync.Mutex
 	txns  *txnIndex
+	// txnFed is the index of the last entry the Apply hook was given: a later first entry
+	// means a snapshot skipped some.
+	txnFed uint64
 
 	refreshMu sync.Mutex // serializes refresh (held across reading the group and applying)
 	stop      chan struct{}

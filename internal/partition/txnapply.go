@@ -15,6 +15,26 @@ import (
 // applyCommitted is the group's Apply hook, called by a raft worker with committed entries
 // in order.
 func (p *Partition) applyCommitted(_ uint64, ents []*raftpb.Entry) {
+	if len(ents) == 0 {
+		return
+	}
+	p.txnMu.Lock()
+	if first := ents[0].GetIndex(); first > p.txnFed+1 {
+		// Raft skipped entries: a snapshot moved this follower's log start past them, so
+		// what the index holds of the entries before may never be closed (their markers
+		// are among the skipped). Start afresh at the first entry delivered: the leader's
+		// log start never passes an open transaction's first batch, so every transaction
+		// still open has its batches in what follows, and one aborted across the gap is
+		// opened at its first batch still stored, as a rebuild from the log would.
+		from, err := p.log.EndOffsetAt(first - 1)
+		if err != nil {
+			from = p.log.LogStartOffset()
+		}
+		p.lg.Info("transaction index: entries skipped by a snapshot; starting afresh", "from_index", first, "from_offset", from)
+		p.txns = newTxnIndex(from)
+	}
+	p.txnFed = ents[len(ents)-1].GetIndex()
+	p.txnMu.Unlock()
 	for _, e := range ents {
 		d := e.GetData()
 		if e.GetType() != raftpb.EntryNormal || len(d) <= recordbatch.AttributesPos+1 ||
@@ -49,7 +69,7 @@ func (p *Partition) buildTxnIndex() error {
 		}
 		return nil
 	})
-	p.txns = x
+	p.txns, p.txnFed = x, p.ls.ApplyFloor()
 	return err
 }
 

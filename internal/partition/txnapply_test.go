@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"github.com/cairn-io/cairn/internal/kafkatest"
 	"github.com/cairn-io/cairn/internal/recordbatch"
 )
@@ -79,5 +81,32 @@ func TestTxnIndexFollowsTheLog(t *testing.T) {
 	}
 	if got := h.p.OpenTxns(); len(got) != 0 {
 		t.Fatalf("after a restart: open %+v", got)
+	}
+}
+
+// TestTxnIndexStartsAfreshAfterASnapshot: when Raft skips entries (a follower caught up by
+// a snapshot past its log), a transaction the index holds open from before the gap, whose
+// marker was among the skipped entries, no longer holds the last stable offset.
+func TestTxnIndexStartsAfreshAfterASnapshot(t *testing.T) {
+	h := newHarness(t, defaultConfig())
+	txn := kafkatest.Plain(2, 1000)
+	txn.ProducerID, txn.ProducerEpoch, txn.BaseSequence = 9, 0, 0
+	txn.Attributes |= recordbatch.AttrTransactional
+	h.appendRaw(txn.Bytes()) // offsets 0-1, open
+	if got := h.p.OpenTxns(); len(got) != 1 {
+		t.Fatalf("open transactions %+v, want one", got)
+	}
+	h.p.txnMu.Lock()
+	next := h.p.txnFed + 1
+	h.p.txnMu.Unlock()
+	// What a snapshot leaves Raft to deliver: entries from past the gap.
+	h.p.applyCommitted(0, []*raftpb.Entry{{Index: new(next + 3), Type: raftpb.EntryNormal.Enum(), Data: kafkatest.Plain(1, 1000).Bytes()}})
+	if got := h.p.OpenTxns(); len(got) != 0 {
+		t.Fatalf("open transactions %+v after a gap, want none", got)
+	}
+	// Contiguous entries do not reset it.
+	h.appendRaw(txn.Bytes())
+	if got := h.p.OpenTxns(); len(got) != 1 {
+		t.Fatalf("open transactions %+v, want the new one", got)
 	}
 }
