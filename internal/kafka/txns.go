@@ -135,6 +135,12 @@ func handleAddOffsetsToTxn(s *Server, ctx context.Context, kreq kmsg.Request) re
 			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 			return resp
 		}
+		// The group's offsets partition joins the transaction, so __consumer_offsets must
+		// exist, whether or not the client looked the group's coordinator up first.
+		if _, err := s.b.GroupCoordinator(req.Group); err != nil {
+			resp.ErrorCode = err.Code
+			return resp
+		}
 		err := s.b.Txns().AddOffsets(req.TransactionalID, req.ProducerID, req.ProducerEpoch, group.PartitionFor(req.Group, n))
 		resp.ErrorCode = errCode(fenced(err, req.Version, 2))
 		return resp
