@@ -90,8 +90,16 @@ func (c *Coordinator) markAll(sh *shard, md Metadata, epoch int32) bool {
 	return !lost.Load()
 }
 
+// markerGiveUp is how long a partition must stay unknown before its marker is dropped as
+// that of a deleted topic. A broker that just restarted answers UNKNOWN_TOPIC_OR_PARTITION
+// for a few seconds, until its copy of the cluster's metadata catches up; taking that for
+// a deletion skipped a commit marker (found by the txn chaos session) and broke the
+// transaction's atomicity.
+const markerGiveUp = 30 * time.Second
+
 // mark writes one marker until it is acknowledged (true), or the shard is lost (false).
 func (c *Coordinator) mark(sh *shard, m Marker) bool {
+	var unknownSince time.Time
 	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
 		serving := c.currentLocked(sh)
@@ -107,9 +115,14 @@ func (c *Coordinator) mark(sh *shard, m Marker) bool {
 			c.markersWritten.Add(1)
 			return true
 		case kerr.UnknownTopicOrPartition:
-			// The topic was deleted: there is nothing left to mark (Kafka drops it too).
-			c.lg.Info("a transaction's partition is gone; no marker written", "topic", m.Topic, "partition", m.Partition)
-			return true
+			if unknownSince.IsZero() {
+				unknownSince = c.now()
+			}
+			if c.now().Sub(unknownSince) >= markerGiveUp {
+				// The topic was deleted: there is nothing left to mark (Kafka drops it too).
+				c.lg.Info("a transaction's partition is gone; no marker written", "topic", m.Topic, "partition", m.Partition)
+				return true
+			}
 		case kerr.InvalidProducerEpoch:
 			// The partition already holds a later epoch of this producer, which only a
 			// later marker of this coordinator could have written: this transaction is
