@@ -41,6 +41,11 @@ type Boundaries struct {
 	// it is this replica.
 	Leader   uint64
 	IsLeader bool
+	// Serving: this replica leads and has made an entry of its own term visible. Before
+	// that its commit is what it learnt from its predecessor, which may trail what the
+	// predecessor served; reads wait for it (leaderCheck), so that no consumer sees the
+	// high watermark or the last stable offset move back across a leader change.
+	Serving bool
 }
 
 // refresh recomputes the boundaries from the Raft group and the log, and wakes everyone
@@ -91,6 +96,8 @@ func (p *Partition) refresh() {
 	}
 	p.applied = st.Applied
 	p.appliedEnd, p.openFrom = appliedEnd, openFrom
+	p.termCommitted = b.IsLeader && st.TermStart > 0 && st.Committed >= st.TermStart
+	p.termReplicated = b.IsLeader && st.TermStart > 0 && max(st.Committed, st.MajorityReplicated) >= st.TermStart
 	p.progress = st.Progress
 	// Only a leader keeps the lag window, so a follower's refresh does not read the clock.
 	var now time.Time
@@ -126,19 +133,19 @@ func (p *Partition) Boundaries() Boundaries {
 }
 
 // visibleLocked is what Fetch may return: committed, or majority replicated where the topic
-// has write caching on.
-func (p *Partition) visibleLocked(cfg *config.TopicConfig) int64 {
+// has write caching on; and whether a leader serves it yet (Boundaries.Serving).
+func (p *Partition) visibleLocked(cfg *config.TopicConfig) (int64, bool) {
 	if cfg.WriteCaching {
-		return p.bounds.MajorityReplicated
+		return p.bounds.MajorityReplicated, p.termReplicated
 	}
-	return p.bounds.Committed
+	return p.bounds.Committed, p.termCommitted
 }
 
 // advanceLocked applies fn to the boundaries, recomputes last visible and wakes everyone
 // waiting on a boundary.
 func (p *Partition) advanceLocked(fn func(b *Boundaries)) {
 	fn(&p.bounds)
-	p.bounds.LastVisible = p.visibleLocked(p.cfg.Load())
+	p.bounds.LastVisible, p.bounds.Serving = p.visibleLocked(p.cfg.Load())
 	p.bounds.LastStable = max(p.bounds.LogStart, min(p.bounds.LastVisible, p.appliedEnd, p.openFrom))
 	close(p.changed)
 	p.changed = make(chan struct{})

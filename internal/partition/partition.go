@@ -126,9 +126,13 @@ type Partition struct {
 	// the oldest open transaction (math.MaxInt64: none), as of the last refresh: with last
 	// visible they make the last stable offset (Boundaries.LastStable).
 	appliedEnd, openFrom int64
-	changed              chan struct{} // closed and replaced whenever a boundary moves
-	watchers             map[chan struct{}]struct{}
-	closed               bool
+	// termCommitted and termReplicated: this replica leads and an entry of its own term is
+	// committed, or (what write caching shows) majority replicated, as of the last refresh
+	// (Boundaries.Serving).
+	termCommitted, termReplicated bool
+	changed                       chan struct{} // closed and replaced whenever a boundary moves
+	watchers                      map[chan struct{}]struct{}
+	closed                        bool
 
 	onRole func()
 	kick   chan struct{} // the Raft group moved: refresh the boundaries

@@ -26,9 +26,11 @@ func checkEpoch(epoch, currentLeaderEpoch int32) *kerr.Error {
 	}
 }
 
-// leaderCheck answers reads on a replica that does not lead, and fences stale epochs.
+// leaderCheck answers reads on a replica that does not lead, or not yet (Boundaries.Serving:
+// a new leader for the round trip its first entry takes to commit; clients retry
+// NOT_LEADER_OR_FOLLOWER at once, as after any election), and fences stale epochs.
 func leaderCheck(b Boundaries, currentLeaderEpoch int32) *kerr.Error {
-	if !b.IsLeader {
+	if !b.IsLeader || !b.Serving {
 		return kerr.NotLeaderForPartition
 	}
 	return checkEpoch(b.LeaderEpoch, currentLeaderEpoch)
@@ -47,8 +49,8 @@ const (
 // as Kafka does; earliest is the log start either way.
 func (p *Partition) ListOffset(timestamp int64, readCommitted bool) (offset int64, ts int64, err *kerr.Error) {
 	b := p.Boundaries()
-	if !b.IsLeader {
-		return -1, -1, kerr.NotLeaderForPartition
+	if err := leaderCheck(b, -1); err != nil {
+		return -1, -1, err
 	}
 	return p.listOffset(b, timestamp, readCommitted)
 }

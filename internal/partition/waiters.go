@@ -39,9 +39,11 @@ func (p *Partition) waitFor(ctx context.Context, cond func(*Boundaries) bool) er
 	}
 }
 
-// WaitVisible blocks until last visible reaches end, the partition closes, or ctx ends.
+// WaitVisible blocks until last visible reaches end, the partition closes, or ctx ends; on
+// a leader, also until it serves reads (Boundaries.Serving), so that a coordinator that
+// replays its partition on election reads it at once.
 func (p *Partition) WaitVisible(ctx context.Context, end int64) error {
-	return p.waitFor(ctx, func(b *Boundaries) bool { return b.LastVisible >= end })
+	return p.waitFor(ctx, func(b *Boundaries) bool { return b.LastVisible >= end && (b.Serving || !b.IsLeader) })
 }
 
 // waitAcked waits until prop (whose records end at end) satisfies acks=-1: committed, or

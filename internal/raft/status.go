@@ -44,6 +44,10 @@ type Status struct {
 	// caller plans from the applied configuration (Reconfig), never from a proposal's
 	// return.
 	PendingConf bool
+	// TermStart (leader only) is the index of this leader's first entry of its term (0:
+	// not appended yet). Until an entry at or past it is committed, the commit index is
+	// what this replica learnt from its predecessor, which may trail what that one served.
+	TermStart uint64
 	// JoinGated: this replica joined the group empty (a move added it) and has not yet
 	// applied the log up to its join floor, so it neither campaigns nor votes (campaign.go).
 	JoinGated bool
@@ -95,6 +99,9 @@ func (h *Host) Status(id uint64) (Status, error) {
 	st.Voters, st.VotersOutgoing = g.conf[0].Slice(), g.conf[1].Slice()
 	st.Learners, st.LearnersNext = slices.Clone(g.learners), slices.Clone(g.learnersNext)
 	st.PendingConf = g.pendingConf()
+	if bs.RaftState == etcdraft.StateLeader {
+		st.TermStart = g.ownFirst
+	}
 	return st, nil
 }
 
