@@ -1,8 +1,10 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -10,11 +12,7 @@ import (
 // come out the same for the same history.
 
 func describe(m map[string]string) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
+	ks := sortedKeys(m)
 	parts := make([]string, len(ks))
 	for i, k := range ks {
 		parts[i] = fmt.Sprintf("%q (%s)", k, m[k])
@@ -22,55 +20,27 @@ func describe(m map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-func tpLess(a, b TP) bool {
-	if a.Topic != b.Topic {
-		return a.Topic < b.Topic
-	}
-	return a.Partition < b.Partition
+func tpCmp(a, b TP) int {
+	return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
 
 func sortKeys(ks []obsKey) {
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].tp != ks[j].tp {
-			return tpLess(ks[i].tp, ks[j].tp)
-		}
-		return ks[i].off < ks[j].off
-	})
+	slices.SortFunc(ks, func(a, b obsKey) int { return cmp.Or(tpCmp(a.tp, b.tp), cmp.Compare(a.off, b.off)) })
 }
 
-func sortedTPs[V any](m map[TP]V) []TP {
-	ks := make([]TP, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool { return tpLess(ks[i], ks[j]) })
-	return ks
+// keysBy returns m's keys in the order compare gives.
+func keysBy[K comparable, V any](m map[K]V, compare func(a, b K) int) []K {
+	return slices.SortedFunc(maps.Keys(m), compare)
 }
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }
+
+func sortedTPs[V any](m map[TP]V) []TP { return keysBy(m, tpCmp) }
 
 func sortedPTPs[V any](m map[ptp]V) []ptp {
-	ks := make([]ptp, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].process != ks[j].process {
-			return ks[i].process < ks[j].process
-		}
-		return tpLess(ks[i].tp, ks[j].tp)
-	})
-	return ks
+	return keysBy(m, func(a, b ptp) int { return cmp.Or(strings.Compare(a.process, b.process), tpCmp(a.tp, b.tp)) })
 }
 
 func sortedGTPs[V any](m map[gtp]V) []gtp {
-	ks := make([]gtp, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].group != ks[j].group {
-			return ks[i].group < ks[j].group
-		}
-		return tpLess(ks[i].tp, ks[j].tp)
-	})
-	return ks
+	return keysBy(m, func(a, b gtp) int { return cmp.Or(strings.Compare(a.group, b.group), tpCmp(a.tp, b.tp)) })
 }

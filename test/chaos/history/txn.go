@@ -331,12 +331,3 @@ func (c *Checker) checkWhole(t *txnState, out txnOutcome, caughtUp []string, fin
 		}
 	}
 }
-
-func sortedKeys[K string | int64, V any](m map[K]V) []K {
-	ks := make([]K, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
