@@ -96,8 +96,9 @@ func (p *Partition) refresh() {
 	}
 	p.applied = st.Applied
 	p.appliedEnd, p.openFrom = appliedEnd, openFrom
-	p.termCommitted = b.IsLeader && st.TermStart > 0 && st.Committed >= st.TermStart
-	p.termReplicated = b.IsLeader && st.TermStart > 0 && max(st.Committed, st.MajorityReplicated) >= st.TermStart
+	// TermStart is 0 but on a leader, and a leader's MajorityReplicated is never below Committed.
+	p.termCommitted = st.TermStart > 0 && st.Committed >= st.TermStart
+	p.termReplicated = st.TermStart > 0 && st.MajorityReplicated >= st.TermStart
 	p.progress = st.Progress
 	// Only a leader keeps the lag window, so a follower's refresh does not read the clock.
 	var now time.Time
