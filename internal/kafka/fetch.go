@@ -111,13 +111,16 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 				continue
 			}
 			t := time.NewTimer(time.Until(deadline))
+			s.parkedFetches.Add(1)
 			select {
 			case <-wake:
 			case <-t.C:
 			case <-ctx.Done():
+				s.parkedFetches.Add(-1)
 				t.Stop()
 				return resp
 			}
+			s.parkedFetches.Add(-1)
 			t.Stop()
 		}
 	}

@@ -134,6 +134,9 @@ type Server struct {
 	tls      tlsCounters
 	sasl     saslServer
 
+	// parkedFetches counts long polls waiting for data (Kafka's fetch purgatory size).
+	parkedFetches atomic.Int64
+
 	mu    sync.Mutex
 	lns   []net.Listener
 	conns map[net.Conn]struct{}

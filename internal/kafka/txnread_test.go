@@ -231,7 +231,7 @@ func TestReadCommittedConsumers(t *testing.T) {
 // offset between the last stable offset and the high watermark gets no records and no
 // error, and one past the log end OFFSET_OUT_OF_RANGE.
 func TestReadCommittedLongPollWakesOnCommit(t *testing.T) {
-	addr, b := startBroker(t)
+	srv, b, addr := serveTestBroker(t, quickGroups, nil)
 	createTopic(t, addr, "lp", 1, 0)
 	log := txnLog{t, b, "lp"}
 	raw, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -261,7 +261,7 @@ func TestReadCommittedLongPollWakesOnCommit(t *testing.T) {
 		}
 		done <- resp
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitUntil(t, "the long poll parks", 10*time.Second, func() bool { return srv.parkedFetches.Load() == 1 })
 	select {
 	case <-done:
 		t.Fatal("the long poll was answered before the transaction ended")
