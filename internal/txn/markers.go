@@ -15,6 +15,22 @@ import (
 // next leader replays the Prepare record and starts again. A marker written twice that way
 // is harmless: a partition makes a repeated marker of the same producer, epoch and outcome
 // a no-op.
+//
+// A marker that arrives late must not end the producer's next transaction, which under
+// transaction.version 0 has the same producer epoch (only KIP-890 part 2's bump per
+// transaction would tell them apart on the partition). It cannot, for these reasons:
+//   - this coordinator sends a marker's attempts one after another, each only once the one
+//     before was answered or timed out (markerTimeout), and the inter-broker link delivers
+//     a connection's messages in order, so no attempt overtakes a later one;
+//   - the next transaction starts only after every marker of this one was acknowledged,
+//     that is after the last attempt arrived;
+//   - a coordinator that lost the shard stops sending, and what it sent before carries an
+//     older coordinator epoch than its successor's markers, which the partition refuses
+//     (TRANSACTION_COORDINATOR_FENCED) once one of the successor's markers landed.
+//
+// What is left is a message of a broken connection read after the next connection's,
+// within the milliseconds a reconnect takes, against the seconds of a timeout plus a
+// whole client round trip: accepted, and gone with transaction.version 2.
 
 // markerTimeout bounds one attempt at one marker.
 const markerTimeout = 10 * time.Second
