@@ -1,7 +1,6 @@
 package group
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/cairn-io/cairn/internal/config"
 	"github.com/cairn-io/cairn/internal/partition"
+	"github.com/cairn-io/cairn/internal/partition/partitiontest"
 	"github.com/cairn-io/cairn/internal/raft"
 	"github.com/cairn-io/cairn/internal/storage"
 )
@@ -83,12 +83,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, fs: storage.NewMemFS(), n: testPartitions, cfg: cfg,
 		clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)},
 		host:  &testHost{topics: map[string]int32{"orders": 3, "audit": 1}}}
-	t.Cleanup(func() { // registered first, so it runs after e.close
-		if e.raft != nil {
-			e.raft.Close()
-		}
-	})
-	e.openPartitions()
+	e.openPartitions() // its Raft host's cleanup is registered first, so it runs after e.close
 	e.startCoordinator()
 	t.Cleanup(e.close)
 	return e
@@ -96,23 +91,10 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) openPartitions() {
 	e.t.Helper()
-	tc := config.ResolveTopic(nil, nil)
-	var ps []*partition.Partition
-	for i := int32(0); i < e.n; i++ {
-		ls, err := raft.Open(storage.Options{FS: e.fs, Dir: fmt.Sprintf("/offsets-%d", i), SegmentBytes: tc.SegmentBytes, SegmentMs: tc.SegmentMs})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if e.raft == nil {
-			e.raft = raft.NewHost(raft.HostOptions{NodeID: 1, Transport: dropSender{}, TickInterval: 10 * time.Millisecond})
-		}
-		p, err := partition.Open(partition.Options{Topic: OffsetsTopic, Partition: i, Storage: ls, Host: e.raft,
-			Group: uint64(i) + 1, Self: 1, Config: tc})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		ps = append(ps, p)
+	if e.raft == nil {
+		e.raft = partitiontest.NewRaftHost(e.t)
 	}
+	ps := partitiontest.Open(e.t, e.fs, e.raft, OffsetsTopic, e.n)
 	e.host.mu.Lock()
 	e.host.parts = ps
 	e.host.mu.Unlock()
@@ -162,11 +144,6 @@ func (e *env) close() {
 		p.Close()
 	}
 }
-
-// dropSender is the Raft transport of a host whose groups all have it as sole voter.
-type dropSender struct{}
-
-func (dropSender) Send(uint64, *raft.Batch) {}
 
 // reload stops the coordinator and the partitions, reopens the partitions on the same
 // filesystem, and replays them into a new coordinator.

@@ -250,8 +250,9 @@ func (c *Coordinator) load(sh *shard) {
 			for _, id := range pending {
 				c.startMarkersLocked(sh, id)
 			}
+			ids := m.Len() // under c.mu: requests change m as soon as loaded is set
 			c.mu.Unlock()
-			c.lg.Info("loaded transactions", "partition", sh.i, "ids", m.Len(), "resumed", len(pending))
+			c.lg.Info("loaded transactions", "partition", sh.i, "ids", ids, "resumed", len(pending))
 			return
 		}
 		if c.ctx.Err() != nil {
