@@ -43,6 +43,7 @@ func newTopicCmd() *cobra.Command {
 		newTopicDescribeCmd(tf),
 		newTopicDeleteCmd(tf),
 		newTopicAlterConfigCmd(tf),
+		newTopicExplainCmd(tf),
 	)
 	return cmd
 }

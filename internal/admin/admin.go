@@ -259,6 +259,7 @@ func NewServer(b *broker.Broker, m *Metrics) *Server {
 	s.mux.HandleFunc("GET /v1/status/ready", s.handleReady)
 	s.mux.HandleFunc("GET /v1/partitions/{topic}/{partition}", s.handlePartition)
 	s.mux.HandleFunc("GET /v1/cluster", s.handleCluster)
+	s.mux.HandleFunc("GET /v1/topics/{topic}/contract", s.handleContract)
 	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/replicas", s.handleMoveReplicas)
 	s.mux.HandleFunc("POST /v1/partitions/{topic}/{partition}/cancel_reconfiguration", s.handleCancelMove)
 	s.mux.HandleFunc("GET /v1/partitions/reconfigurations", s.handleReconfigurations)

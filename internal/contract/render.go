@@ -18,15 +18,13 @@ func Render(w io.Writer, c Contract) {
 		}
 	}
 	fmt.Fprintln(w, "\nA success proves:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, p := range c.Promises {
-		fmt.Fprintf(tw, "  acks=%s\t%s\n", p.Acks, p.Proves)
+		wrap(w, fmt.Sprintf("  %-10s", "acks="+p.Acks), 12, p.Proves)
 	}
-	tw.Flush()
 
 	if len(c.Promises) > 0 && len(c.Promises[0].Survives) > 0 {
 		fmt.Fprintln(w, "\nAn acknowledged write, after:")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprint(tw, "  failure")
 		for _, p := range c.Promises {
 			fmt.Fprintf(tw, "\tacks=%s", p.Acks)
@@ -47,18 +45,19 @@ func Render(w io.Writer, c Contract) {
 		if all := c.Promises[len(c.Promises)-1]; len(all.Survives) > 0 {
 			fmt.Fprintf(w, "\nWhy, for acks=%s:\n", all.Acks)
 			for _, o := range all.Survives {
-				fmt.Fprintf(w, "  %s: %s\n", o.Failure, o.Why)
+				wrap(w, "  ", 4, o.Failure+": "+o.Why)
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nMay lose: %s\n", c.MayLose)
+	fmt.Fprintln(w)
+	wrap(w, "May lose: ", 4, c.MayLose)
 
 	fmt.Fprintln(w, "\nNow:")
 	if len(c.Warnings) == 0 {
 		fmt.Fprintln(w, "  every partition meets the promise")
 	}
 	for _, wn := range c.Warnings {
-		fmt.Fprintf(w, "  WARNING partition %d: %s\n", wn.Partition, wn.What)
+		wrap(w, "  ", 4, fmt.Sprintf("WARNING partition %d: %s", wn.Partition, wn.What))
 	}
 
 	fmt.Fprintln(w, "\nSettings (and where they came from):")
@@ -66,11 +65,35 @@ func Render(w io.Writer, c Contract) {
 	for _, s := range c.Settings {
 		set = append(set, fmt.Sprintf("%s=%s (%s)", s.Name, s.Value, s.Source))
 	}
-	fmt.Fprintf(w, "  %s\n", strings.Join(set, ", "))
+	wrap(w, "  ", 4, strings.Join(set, ", "))
 	if len(c.Refused) > 0 {
 		fmt.Fprintln(w, "\nKafka properties Cairn refuses, and what to set instead:")
 		for _, r := range c.Refused {
-			fmt.Fprintf(w, "  %s: %s\n", r.Name, r.Instead)
+			wrap(w, "  ", 4, r.Name+": "+r.Instead)
 		}
 	}
+}
+
+// width is the terminal width the human form keeps to, as `cairn cluster health` does.
+const width = 100
+
+// wrap writes text after lead, broken at spaces to fit width, each further line indented
+// by hang spaces.
+func wrap(w io.Writer, lead string, hang int, text string) {
+	indent := strings.Repeat(" ", hang)
+	line := lead
+	fresh := true
+	for _, word := range strings.Fields(text) {
+		if !fresh && len(line)+1+len(word) > width {
+			fmt.Fprintln(w, line)
+			line, fresh = indent, true
+		}
+		if fresh {
+			line += word
+			fresh = false
+		} else {
+			line += " " + word
+		}
+	}
+	fmt.Fprintln(w, line)
 }
