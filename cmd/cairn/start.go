@@ -199,10 +199,11 @@ func runBroker(node config.NodeConfig, listenerProps map[string]string, logLevel
 	}
 	defer unlock()
 	var fs storage.FS // nil: the real filesystem
+	var plfs *storage.PowerLossFS
 	if simulatePowerLoss {
 		lg.Warn("SIMULATED POWER LOSS MODE: unsynced data lives in memory; for tests only",
 			"data_dir", node.DataDir, "detail", "what was not fsynced is lost when this process dies; the whole data folder is held in RAM")
-		plfs, err := storage.NewPowerLossFS(node.DataDir)
+		plfs, err = storage.NewPowerLossFS(node.DataDir)
 		if err != nil {
 			return fmt.Errorf("--simulate-power-loss: %w", err)
 		}
@@ -235,6 +236,9 @@ func runBroker(node config.NodeConfig, listenerProps map[string]string, logLevel
 	}
 	metrics := admin.NewMetrics(b)
 	adminSrv := admin.NewServer(b, metrics)
+	if plfs != nil {
+		adminSrv.EnableLabGates(plfs) // fsync holds, for `cairn lab`: never on a real disk
+	}
 	var kafkaLns []net.Listener
 	closeLns := func() {
 		for _, ln := range kafkaLns {

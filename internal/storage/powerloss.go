@@ -51,6 +51,8 @@ type PowerLossFS struct {
 
 	errMu  sync.Mutex
 	failed error // sticky: a disk error left the mirror in an unknown state
+
+	hold syncHold // the lab's gate (powerloss_hold.go)
 }
 
 // plState is what the disk holds for one MemFS node, at every path where it is durably
@@ -274,6 +276,7 @@ func (pl *PowerLossFS) fail(err error) error {
 
 // SyncDir makes the directory's current entries durable, in memory and on disk.
 func (pl *PowerLossFS) SyncDir(name string) error {
+	pl.hold.wait()
 	if err := pl.err(); err != nil {
 		return err
 	}
@@ -616,6 +619,7 @@ type plFile struct {
 }
 
 func (f *plFile) Sync() error {
+	f.pl.hold.wait()
 	if err := f.memFile.Sync(); err != nil {
 		return err
 	}
