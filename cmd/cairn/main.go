@@ -18,7 +18,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newStartCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd(), newTxnCmd(), newClusterCmd(), newSecurityCmd(), newBenchCmd())
+	root.AddCommand(newStartCmd(), newTopicCmd(), newProduceCmd(), newConsumeCmd(), newGroupCmd(), newTxnCmd(), newClusterCmd(), newSecurityCmd(), newBenchCmd(), newLabCmd())
 	if err := root.Execute(); err != nil {
 		code := 1
 		var ee *exitError

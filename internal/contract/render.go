@@ -19,7 +19,7 @@ func Render(w io.Writer, c Contract) {
 	}
 	fmt.Fprintln(w, "\nA success proves:")
 	for _, p := range c.Promises {
-		wrap(w, fmt.Sprintf("  %-10s", "acks="+p.Acks), 12, p.Proves)
+		Wrap(w, fmt.Sprintf("  %-10s", "acks="+p.Acks), 12, p.Proves)
 	}
 
 	if len(c.Promises) > 0 && len(c.Promises[0].Survives) > 0 {
@@ -45,19 +45,19 @@ func Render(w io.Writer, c Contract) {
 		if all := c.Promises[len(c.Promises)-1]; len(all.Survives) > 0 {
 			fmt.Fprintf(w, "\nWhy, for acks=%s:\n", all.Acks)
 			for _, o := range all.Survives {
-				wrap(w, "  ", 4, o.Failure+": "+o.Why)
+				Wrap(w, "  ", 4, o.Failure+": "+o.Why)
 			}
 		}
 	}
 	fmt.Fprintln(w)
-	wrap(w, "May lose: ", 4, c.MayLose)
+	Wrap(w, "May lose: ", 4, c.MayLose)
 
 	fmt.Fprintln(w, "\nNow:")
 	if len(c.Warnings) == 0 {
 		fmt.Fprintln(w, "  every partition meets the promise")
 	}
 	for _, wn := range c.Warnings {
-		wrap(w, "  ", 4, fmt.Sprintf("WARNING partition %d: %s", wn.Partition, wn.What))
+		Wrap(w, "  ", 4, fmt.Sprintf("WARNING partition %d: %s", wn.Partition, wn.What))
 	}
 
 	fmt.Fprintln(w, "\nSettings (and where they came from):")
@@ -65,11 +65,11 @@ func Render(w io.Writer, c Contract) {
 	for _, s := range c.Settings {
 		set = append(set, fmt.Sprintf("%s=%s (%s)", s.Name, s.Value, s.Source))
 	}
-	wrap(w, "  ", 4, strings.Join(set, ", "))
+	Wrap(w, "  ", 4, strings.Join(set, ", "))
 	if len(c.Refused) > 0 {
 		fmt.Fprintln(w, "\nKafka properties Cairn refuses, and what to set instead:")
 		for _, r := range c.Refused {
-			wrap(w, "  ", 4, r.Name+": "+r.Instead)
+			Wrap(w, "  ", 4, r.Name+": "+r.Instead)
 		}
 	}
 }
@@ -77,9 +77,9 @@ func Render(w io.Writer, c Contract) {
 // width is the terminal width the human form keeps to, as `cairn cluster health` does.
 const width = 100
 
-// wrap writes text after lead, broken at spaces to fit width, each further line indented
+// Wrap writes text after lead, broken at spaces to fit width, each further line indented
 // by hang spaces.
-func wrap(w io.Writer, lead string, hang int, text string) {
+func Wrap(w io.Writer, lead string, hang int, text string) {
 	indent := strings.Repeat(" ", hang)
 	line := lead
 	fresh := true

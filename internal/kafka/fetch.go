@@ -232,7 +232,7 @@ func (s *Server) fetchOnce(req *kmsg.FetchRequest, maxBytes int32, denied map[st
 				stop = true
 			}
 			out.ErrorCode = errCode(res.Err)
-			if res.Err != nil {
+			if res.Err != nil && !res.NotServingYet {
 				stop = true
 			}
 			if res.PreferredReadReplica > 0 {

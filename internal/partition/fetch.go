@@ -67,6 +67,10 @@ type FetchResult struct {
 	// instead (KIP-392): a replica in its rack, or a follower's leader; no records come
 	// with it. 0: none (brokers and Raft ids start at 1).
 	PreferredReadReplica int32
+	// NotServingYet qualifies NOT_LEADER_OR_FOLLOWER from a leader that does not serve
+	// reads yet (Boundaries.Serving): it will within a round trip, so a long poll may wait
+	// for it rather than send the consumer off to refresh its metadata.
+	NotServingYet bool
 }
 
 // EpochEnd is a leader epoch and the offset where it ended.
@@ -201,7 +205,7 @@ func (p *Partition) fetch(offset int64, currentLeaderEpoch int32, readCommitted 
 	b := p.Boundaries()
 	if err := leaderCheck(b, currentLeaderEpoch); err != nil {
 		res := resultAt(b)
-		res.Err = err
+		res.Err, res.NotServingYet = err, b.IsLeader && !b.Serving
 		return res
 	}
 	return p.readVisible(b, offset, readCommitted, read)
