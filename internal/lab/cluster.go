@@ -51,17 +51,9 @@ func startCluster(ctx context.Context, binary, dir string, out io.Writer) (*clus
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	addrs := make([][3]string, len(labRacks))
-	var seeds []string
-	for i := range addrs {
-		for j := range addrs[i] {
-			a, err := harness.FreeAddr()
-			if err != nil {
-				return nil, err
-			}
-			addrs[i][j] = a
-		}
-		seeds = append(seeds, addrs[i][2])
+	addrs, seeds, err := harness.ClusterAddrs(len(labRacks))
+	if err != nil {
+		return nil, err
 	}
 	for i, rack := range labRacks {
 		b := harness.New(harness.Options{ID: i + 1, Binary: binary,
@@ -222,24 +214,22 @@ func (c *cluster) boundaries(topic string) {
 	tw.Flush()
 }
 
-// holdFsyncs holds (or releases) every fsync of broker i (the admin gate of a
-// --simulate-power-loss broker).
-func (c *cluster) holdFsyncs(i int, hold bool) error {
-	method := http.MethodDelete
-	if hold {
-		method = http.MethodPut
-	}
-	req, err := http.NewRequest(method, "http://"+c.bs[i].AdminAddr+"/v1/lab/fsync_hold", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("broker %d fsync hold: %w", i+1, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("broker %d fsync hold: HTTP %d", i+1, resp.StatusCode)
+// holdAllFsyncs holds every fsync of every broker (the admin gate of a
+// --simulate-power-loss broker) until the power cut that ends the step.
+func (c *cluster) holdAllFsyncs() error {
+	for i, b := range c.bs {
+		req, err := http.NewRequest(http.MethodPut, "http://"+b.AdminAddr+"/v1/lab/fsync_hold", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return fmt.Errorf("broker %d fsync hold: %w", i+1, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("broker %d fsync hold: HTTP %d", i+1, resp.StatusCode)
+		}
 	}
 	return nil
 }

@@ -192,10 +192,8 @@ func runAppendedOnly(ctx context.Context, c *cluster, s *step) (observation, err
 }
 
 func runWrittenNotFsynced(ctx context.Context, c *cluster, s *step) (observation, error) {
-	for i := range c.bs {
-		if err := c.holdFsyncs(i, true); err != nil {
-			return observation{}, err
-		}
+	if err := c.holdAllFsyncs(); err != nil {
+		return observation{}, err
 	}
 	err := produce(ctx, c, s.topic, kgo.AllISRAcks(), 10*time.Second)
 	fmt.Fprintf(c.out, "\nacks=all produce: %s\n", outcome(err))
@@ -214,10 +212,8 @@ func runWrittenNotFsynced(ctx context.Context, c *cluster, s *step) (observation
 }
 
 func runNotAcknowledged(ctx context.Context, c *cluster, s *step) (observation, error) {
-	for i := range c.bs {
-		if err := c.holdFsyncs(i, true); err != nil {
-			return observation{}, err
-		}
+	if err := c.holdAllFsyncs(); err != nil {
+		return observation{}, err
 	}
 	err := produce(ctx, c, s.topic, kgo.AllISRAcks(), 4*time.Second)
 	fmt.Fprintf(c.out, "\nacks=all produce (waited 4 s): %s\n", outcome(err))

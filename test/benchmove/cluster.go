@@ -37,17 +37,9 @@ func (c *cluster) bootstrap() string {
 // startCluster starts four founding brokers on free loopback ports with their data under
 // o.dataDir and waits until each lists all four.
 func startCluster(ctx context.Context, o options) (*cluster, error) {
-	addrs := make([][3]string, brokers)
-	var seeds []string
-	for i := range addrs {
-		for k := range addrs[i] {
-			a, err := harness.FreeAddr()
-			if err != nil {
-				return nil, err
-			}
-			addrs[i][k] = a
-		}
-		seeds = append(seeds, addrs[i][2])
+	addrs, seeds, err := harness.ClusterAddrs(brokers)
+	if err != nil {
+		return nil, err
 	}
 	bs := make([]*harness.Broker, brokers)
 	for i := range bs {

@@ -1,5 +1,6 @@
 // Package harness runs real `cairn` broker processes for the multi-process suites
-// (test/e2e and test/chaos). It owns a broker's process lifecycle and nothing else: it builds
+// (test/e2e and test/chaos) and for `cairn lab` (internal/lab), which runs its own cluster
+// of the binary it is part of. It owns a broker's process lifecycle and nothing else: it builds
 // the binary, picks free loopback ports, launches a broker with its own data directory and
 // log, waits until the broker reports ready, stops it gracefully (SIGTERM, exit code 0
 // required), kills it (SIGKILL), pauses and resumes it (SIGSTOP, SIGCONT), starts it again
@@ -54,6 +55,22 @@ func Build(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("building cairn: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// ClusterAddrs picks free loopback addresses for n brokers that must know each other's
+// rpc address before any starts: each broker's Kafka, admin and rpc address, and the rpc
+// addresses as the seeds.
+func ClusterAddrs(n int) (addrs [][3]string, seeds []string, err error) {
+	addrs = make([][3]string, n)
+	for i := range addrs {
+		for k := range addrs[i] {
+			if addrs[i][k], err = FreeAddr(); err != nil {
+				return nil, nil, err
+			}
+		}
+		seeds = append(seeds, addrs[i][2])
+	}
+	return addrs, seeds, nil
 }
 
 // FreeAddr returns a loopback address whose port was free a moment ago and that no other
