@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/cairn-io/cairn/internal/contract"
@@ -68,6 +70,14 @@ func steps() []*step {
 			topic: "lab-strict-2", acks: "all", failure: contract.ClusterPowerCut,
 			run: runFsyncedOnMajority, want: observation{acknowledged: true, kept: true},
 		},
+		{
+			title: "min.insync.replicas=3: what the contract says now, and what the broker does",
+			explain: "A topic that asks for all three replicas in sync. One follower is killed: once the leader drops it " +
+				"from the ISR, `cairn topic explain` warns that acks=all is refused, and a produce is refused with " +
+				"NOT_ENOUGH_REPLICAS, appending nothing. The follower comes back, the warning goes, and the write succeeds.",
+			topic: "lab-min-isr", configs: map[string]string{"min.insync.replicas": "3"}, acks: "all", failure: contract.MinorityCrash,
+			run: runMinISR, want: observation{acknowledged: true, kept: true},
+		},
 	}
 }
 
@@ -98,9 +108,9 @@ func (s *step) check(c contract.Contract, got observation) (contract.Kept, error
 
 const labValue = "the lab's record"
 
-func produce(ctx context.Context, c *cluster, topic string, acks kgo.Acks, within time.Duration) error {
-	cl, err := c.client(kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(), kgo.DefaultProduceTopic(topic),
-		kgo.RecordDeliveryTimeout(within), kgo.ProduceRequestTimeout(within))
+func produce(ctx context.Context, c *cluster, topic string, acks kgo.Acks, within time.Duration, opts ...kgo.Opt) error {
+	cl, err := c.client(append([]kgo.Opt{kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite(), kgo.DefaultProduceTopic(topic),
+		kgo.RecordDeliveryTimeout(within), kgo.ProduceRequestTimeout(within)}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -254,4 +264,60 @@ func outcome(err error) string {
 		return "acknowledged"
 	}
 	return "not acknowledged (" + err.Error() + ")"
+}
+
+// runMinISR checks the contract's warning of now against the broker's answer: refused
+// while the ISR is short, acknowledged once it is whole again.
+func runMinISR(ctx context.Context, c *cluster, s *step) (observation, error) {
+	l := c.leader(s.topic)
+	if l < 0 {
+		return observation{}, errors.New("no leader")
+	}
+	f := (l + 1) % len(c.bs)
+	if err := c.bs[f].Kill(); err != nil {
+		return observation{}, err
+	}
+	if err := c.waitUntil(ctx, "the leader to drop the killed follower from the ISR", func() bool {
+		st, ok := c.leaderStatus(s.topic)
+		return ok && len(st.ISR) == 2
+	}); err != nil {
+		return observation{}, err
+	}
+	refusal := ""
+	if err := c.waitUntil(ctx, "the contract to warn of the short ISR", func() bool {
+		ct, err := c.contractOf(s.topic)
+		for _, w := range ct.Warnings {
+			if err == nil && strings.Contains(w.What, "below min.insync.replicas") {
+				refusal = w.What
+			}
+		}
+		return refusal != ""
+	}); err != nil {
+		return observation{}, err
+	}
+	fmt.Fprintf(c.out, "\nBroker %d was killed. cairn topic explain now warns: %s\n", f+1, refusal)
+	// One try: franz-go would retry the retriable refusal until its deadline and report that.
+	err := produce(ctx, c, s.topic, kgo.AllISRAcks(), 5*time.Second, kgo.RecordRetries(0))
+	fmt.Fprintf(c.out, "acks=all produce: %s\n", outcome(err))
+	c.boundaries(s.topic)
+	if !errors.Is(err, kerr.NotEnoughReplicas) {
+		return observation{}, fmt.Errorf("the contract warned %q, but the produce was %s", refusal, outcome(err))
+	}
+	if st, ok := c.leaderStatus(s.topic); !ok || st.LogEnd != 0 {
+		return observation{}, fmt.Errorf("the refused produce appended something: %+v", st)
+	}
+	if err := c.restart(ctx, c.bs[f]); err != nil {
+		return observation{}, err
+	}
+	if err := c.waitUntil(ctx, "the follower back in sync and the warning gone", func() bool {
+		ct, err := c.contractOf(s.topic)
+		return err == nil && len(ct.Warnings) == 0 && c.converged(s.topic)
+	}); err != nil {
+		return observation{}, err
+	}
+	err = produce(ctx, c, s.topic, kgo.AllISRAcks(), 10*time.Second)
+	fmt.Fprintf(c.out, "\nBroker %d is back and the contract has no warning; acks=all produce: %s\n", f+1, outcome(err))
+	c.boundaries(s.topic)
+	kept, rerr := read(ctx, c, s.topic)
+	return observation{acknowledged: err == nil, kept: kept}, rerr
 }

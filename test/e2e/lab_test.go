@@ -15,13 +15,15 @@ func TestLabAuto(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("cairn lab --auto: %s", r)
 	}
-	if n := strings.Count(r.Stdout, "OK: the outcome is what the contract allows."); n != 4 {
-		t.Fatalf("%d steps reported OK, want 4:\n%s", n, r.Stdout)
+	if n := strings.Count(r.Stdout, "OK: the outcome is what the contract allows."); n != 5 {
+		t.Fatalf("%d steps reported OK, want 5:\n%s", n, r.Stdout)
 	}
 	for _, want := range []string{
 		"acks=1 produce to the leader: acknowledged", "after the minority crash it is gone",
 		"A consumer reads it before the power cut: true", "acks=all produce (waited 4 s): not acknowledged",
 		"after the whole-cluster power cut it is still there", "Every step's outcome matched the contract.",
+		"cairn topic explain now warns: 2 in-sync replicas, below min.insync.replicas=3",
+		"acks=all produce: not acknowledged (NOT_ENOUGH_REPLICAS",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("the lab's output lacks %q", want)
