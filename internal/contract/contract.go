@@ -102,6 +102,26 @@ type Contract struct {
 	Refused    []Refused `json:"refused"`
 }
 
+// Promise returns the promise of an acks value ("0", "1", "all").
+func (c Contract) Promise(acks string) (Promise, bool) {
+	for _, p := range c.Promises {
+		if p.Acks == acks {
+			return p, true
+		}
+	}
+	return Promise{}, false
+}
+
+// Outcome returns what the named failure does to a write acknowledged under p.
+func (p Promise) Outcome(failure string) (Outcome, bool) {
+	for _, o := range p.Survives {
+		if o.Failure == failure {
+			return o, true
+		}
+	}
+	return Outcome{}, false
+}
+
 // Failure names, as they appear in Outcome.Failure.
 const (
 	MinorityCrash     = "minority crash"

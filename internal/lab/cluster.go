@@ -236,7 +236,7 @@ func (c *cluster) holdAllFsyncs() error {
 	return nil
 }
 
-// contractOf is the topic's contract as broker 1's admin API explains it now.
+// contractOf is the topic's contract as the first running broker's admin API explains it now.
 func (c *cluster) contractOf(topic string) (contract.Contract, error) {
 	var out contract.Contract
 	for _, b := range c.bs {

@@ -48,7 +48,7 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		promise := promiseOf(ct, s.acks)
+		promise, _ := ct.Promise(s.acks)
 		fmt.Fprintf(out, "\nThe contract of %s (cairn topic explain): acks=%s proves %s\n", s.topic, s.acks, promise.Proves)
 		fmt.Fprintf(out, "Boundaries of the replicas before the write:\n")
 		c.boundaries(s.topic)
@@ -66,9 +66,13 @@ func Run(ctx context.Context, o Options) error {
 		if got.kept {
 			kept = "still there"
 		}
+		acked := "not acknowledged (no answer in time)"
+		if got.acknowledged {
+			acked = "acknowledged"
+		}
 		promised, cerr := s.check(ct, got)
-		fmt.Fprintf(out, "\nObserved: the write was %s, and after the %s it is %s.\n", outcome(boolErr(got.acknowledged)), s.failure, kept)
-		fmt.Fprintf(out, "Promised for acks=%s after a %s: %s (%s).\n", s.acks, s.failure, promised, whyOf(promise, s.failure))
+		fmt.Fprintf(out, "\nObserved: the write was %s, and after the %s it is %s.\n", acked, s.failure, kept)
+		fmt.Fprintf(out, "Promised for acks=%s after a %s: %s (%s).\n", s.acks, s.failure, promised.Kept, promised.Why)
 		if cerr != nil {
 			fmt.Fprintf(out, "FAILED: %v\n", cerr)
 			failed = append(failed, fmt.Sprintf("step %d: %v", n+1, cerr))
@@ -87,31 +91,6 @@ func Run(ctx context.Context, o Options) error {
 	}
 	fmt.Fprintf(out, "\nEvery step's outcome matched the contract. The brokers' logs are in %s.\n", o.Dir)
 	return nil
-}
-
-func promiseOf(c contract.Contract, acks string) contract.Promise {
-	for _, p := range c.Promises {
-		if p.Acks == acks {
-			return p
-		}
-	}
-	return contract.Promise{}
-}
-
-func whyOf(p contract.Promise, failure string) string {
-	for _, o := range p.Survives {
-		if o.Failure == failure {
-			return o.Why
-		}
-	}
-	return "not stated"
-}
-
-func boolErr(ok bool) error {
-	if ok {
-		return nil
-	}
-	return errors.New("no answer in time")
 }
 
 // DefaultDir is a fresh scratch folder for a session.

@@ -34,13 +34,12 @@ func TestTopicExplain(t *testing.T) {
 		return c
 	}
 	kept := func(c contract.Contract, failure string) contract.Kept {
-		for _, o := range c.Promises[2].Survives {
-			if o.Failure == failure {
-				return o.Kept
-			}
+		all, _ := c.Promise("all")
+		o, ok := all.Outcome(failure)
+		if !ok {
+			t.Fatalf("no outcome for %q in %+v", failure, all.Survives)
 		}
-		t.Fatalf("no outcome for %q in %+v", failure, c.Promises[2].Survives)
-		return ""
+		return o.Kept
 	}
 
 	c := explain()
