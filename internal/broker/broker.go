@@ -147,6 +147,8 @@ type Broker struct {
 	// verifyCalls wait for coordinators' answers to this broker's transactional produce
 	// verifications (txnproduce.go).
 	verifyCalls calls[*kerr.Error]
+	// viewCalls wait for other brokers' node views, for the console (nodeview.go).
+	viewCalls calls[NodeView]
 
 	txns       *txn.Coordinator
 	txnShardMu sync.Mutex
@@ -326,6 +328,7 @@ func (b *Broker) registerMessages(reg *rpc.Registry) error {
 		reg.Register(b.handleReplicaStateResponse, msgReplicaStateResponse),
 		reg.Register(b.handleTxnMarker, msgTxnMarkerRequest, msgTxnMarkerResponse),
 		reg.Register(b.handleTxnVerify, msgTxnVerifyRequest, msgTxnVerifyResponse),
+		reg.Register(b.handleNodeView, msgNodeViewRequest, msgNodeViewResponse),
 	)
 }
 

@@ -32,6 +32,9 @@ const (
 	MsgTxnMarkerResponse uint8 = 44 // internal/broker: the marker is acknowledged, or why not
 	MsgTxnVerifyRequest  uint8 = 45 // internal/broker: is this partition in this producer's transaction?
 	MsgTxnVerifyResponse uint8 = 46 // internal/broker: the coordinator's answer
+
+	MsgNodeViewRequest  uint8 = 47 // internal/broker: what do your replicas and groups look like? (the console)
+	MsgNodeViewResponse uint8 = 48 // internal/broker: the answer
 )
 
 // The block of numbers kept for internal/cluster, its present types and future ones.
@@ -98,6 +101,9 @@ var messageTypes = [256]MessageType{
 	MsgTxnMarkerResponse: {Name: "transaction marker response", Owner: "internal/broker", Direction: "partition leader → transaction coordinator"},
 	MsgTxnVerifyRequest:  {Name: "transaction verify request", Owner: "internal/broker", Direction: "partition leader → transaction coordinator"},
 	MsgTxnVerifyResponse: {Name: "transaction verify response", Owner: "internal/broker", Direction: "transaction coordinator → partition leader"},
+
+	MsgNodeViewRequest:  {Name: "node view request", Owner: "internal/broker", Direction: "console's broker → every broker"},
+	MsgNodeViewResponse: {Name: "node view response", Owner: "internal/broker", Direction: "broker → console's broker"},
 }
 
 // LookupType returns the table's entry for a number, and whether the table has one.
