@@ -14,7 +14,11 @@ go vet ./...
 echo "== unit tests (race)"
 go test -race -count=1 -timeout 15m $(go list ./... | grep -v /test/)
 echo "== end-to-end tests"
-go test -count=1 -timeout 20m ./test/...
+# Artefacts (the web console's screenshots) go under test-output/, kept for a look after
+# the run; the folder is rebuilt each time.
+rm -rf test-output
+go test -count=1 -timeout 20m -artifacts -outputdir "$PWD/test-output" ./test/...
+echo "artefacts:"; find test-output -type f -name '*.png' | sort
 echo "== fault injection (short fixed-seed sessions; see docs/operations.md for long runs)"
 go run ./test/chaos --duration 20s --seed 1 --mode strict --faults kill,pause,partition,power
 go run ./test/chaos --duration 20s --seed 2 --mode write-caching --faults kill,pause,partition,power

@@ -19,7 +19,8 @@ func newLabCmd() *cobra.Command {
 each boundary in turn: appended on the leader only (acks=1, followers paused), written on a
 majority but not fsynced (write caching, fsyncs held), not acknowledged (strict, fsyncs held),
 and fsynced on a majority, committed and visible (strict, one follower paused); then
-min.insync.replicas=3 refusing acks=all while a follower is down, as explain warns. Each step
+min.insync.replicas=3, and then min.insync.racks=3, refusing acks=all while a follower is
+down, as explain warns. Each step
 removes brokers (kill -9 of the leader, or a power cut of all three), reads the topic back,
 and prints what survived next to what the topic's contract (cairn topic explain) promised,
 with every replica's five boundaries. It waits for Enter between steps unless --auto, and

@@ -23,7 +23,9 @@ import (
 	"github.com/cairn-io/cairn/internal/admin"
 	"github.com/cairn-io/cairn/internal/broker"
 	"github.com/cairn-io/cairn/internal/config"
+	"github.com/cairn-io/cairn/internal/console"
 	"github.com/cairn-io/cairn/internal/kafka"
+	"github.com/cairn-io/cairn/internal/lab"
 	"github.com/cairn-io/cairn/internal/security"
 	"github.com/cairn-io/cairn/internal/storage"
 	"github.com/cairn-io/cairn/internal/tlsconf"
@@ -40,6 +42,7 @@ var startFlags = []struct{ flag, property, usage string }{
 	{"rpc-addr", config.NodeRPCAddr, "inter-broker RPC address (Raft and produce forwarding)"},
 	{"advertised-rpc-addr", config.NodeAdvertisedRPCAddr, "address other brokers are told to dial for RPC (default: --rpc-addr)"},
 	{"admin-addr", config.NodeAdminAddr, "admin HTTP address: readiness, metrics, pprof"},
+	{"admin-console", config.NodeAdminConsole, "serve the web console under /console on the admin port (true or false)"},
 	{"rack", config.NodeRack, "rack this broker runs in"},
 	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers, or of a running cluster to join"},
 	{"produce-forwarding", config.NodeProduceForwarding, "forward produce requests for partitions this broker does not lead to the leader (true or false)"},
@@ -238,6 +241,17 @@ func runBroker(node config.NodeConfig, listenerProps map[string]string, logLevel
 	adminSrv := admin.NewServer(b, metrics)
 	if plfs != nil {
 		adminSrv.EnableLabGates(plfs) // fsync holds, for `cairn lab`: never on a real disk
+	}
+	labCtx, stopLab := context.WithCancel(context.Background())
+	defer stopLab()
+	if node.AdminConsole {
+		var labs console.Lab // the lab runs from the console only beside simulated disks
+		if plfs != nil {
+			if bin, err := os.Executable(); err == nil {
+				labs = lab.NewSessions(labCtx, bin)
+			}
+		}
+		adminSrv.EnableConsole(labs, lg)
 	}
 	var kafkaLns []net.Listener
 	closeLns := func() {

@@ -2,7 +2,8 @@
 // view, the cluster health overview (health.go), the broker list, maintenance mode,
 // leadership transfer and the leader balancer's status (brokers.go), decommission
 // (decommission.go), partition moves (moves.go), SCRAM users (users.go), ACLs (acls.go),
-// Prometheus metrics and pprof profiles, all behind authentication and authorisation when
+// the web console's mount and its view of the broker (console.go; the pages are
+// internal/console's), Prometheus metrics and pprof profiles, all behind authentication and authorisation when
 // security is on (auth.go). Requests that change the cluster it hands to the broker's
 // operations, which propose them to the controller or ask the partition's leader; it reads
 // partitions but must never change partition state itself, decide or validate metadata, or

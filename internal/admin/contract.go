@@ -27,8 +27,7 @@ func (s *Server) handleContract(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	topicOv, clusterOv, ok := s.b.TopicConfigOverrides(name)
-	if !ok {
+	if _, _, ok := s.b.TopicConfigOverrides(name); !ok {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such topic " + strconv.Quote(name)})
 		return
 	}
@@ -47,8 +46,23 @@ func (s *Server) handleContract(w http.ResponseWriter, r *http.Request) {
 		}
 		only = n
 	}
-	writeJSON(w, http.StatusOK, contract.Explain(contractTopic(name, topicOv, clusterOv, views, s.b.ClusterStatus(), only),
-		contract.RefusedForDurability()))
+	c, ok := s.topicContract(name, only)
+	if !ok { // deleted since
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such topic " + strconv.Quote(name)})
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// topicContract is the topic's contract now; only >= 0 narrows the live state to one
+// partition. False: no such topic.
+func (s *Server) topicContract(name string, only int) (contract.Contract, bool) {
+	topicOv, clusterOv, ok := s.b.TopicConfigOverrides(name)
+	if !ok {
+		return contract.Contract{}, false
+	}
+	return contract.Explain(contractTopic(name, topicOv, clusterOv, s.b.PartitionViews(name), s.b.ClusterStatus(), only),
+		contract.RefusedForDurability()), true
 }
 
 // contractTopic gathers what the contract is computed from.

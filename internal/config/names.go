@@ -99,6 +99,7 @@ const (
 // Node property names.
 const (
 	NodeAdminAddr           = "admin.addr"
+	NodeAdminConsole        = "admin.console"
 	NodeAdvertisedKafkaAddr = "advertised.kafka.addr"
 	NodeAdvertisedRPCAddr   = "advertised.rpc.addr"
 	NodeDataDir             = "data.dir"

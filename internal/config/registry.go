@@ -282,6 +282,9 @@ func build() *registry {
 	node(NodeAdminAddr, "--admin-addr", listenAddrSpec(), ":9644", "",
 		"Address the admin HTTP server binds (admin API, /metrics, health and readiness).",
 		"admin: HTTP server")
+	node(NodeAdminConsole, "--admin-console", boolSpec(), "true", "",
+		"Serve the web console under /console on the admin port (read-only pages behind the admin API's authentication; docs/operations.md); false leaves the path unserved (404).",
+		"admin: web console")
 	node(NodeRack, "--rack", rackSpec(), "", "",
 		"Rack (failure domain) this node is in; empty declares none.",
 		"controller: rack-aware replica placement")

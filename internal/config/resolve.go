@@ -195,6 +195,7 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		RPCAddr:                get(NodeRPCAddr),
 		AdvertisedRPCAddr:      get(NodeAdvertisedRPCAddr),
 		AdminAddr:              get(NodeAdminAddr),
+		AdminConsole:           get(NodeAdminConsole) == "true",
 		Rack:                   get(NodeRack),
 		Seeds:                  seeds,
 		ProduceForwarding:      get(NodeProduceForwarding) == "true",

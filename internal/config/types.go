@@ -215,6 +215,7 @@ type NodeConfig struct {
 	RPCAddr             string
 	AdvertisedRPCAddr   string // rpc.addr when not set
 	AdminAddr           string
+	AdminConsole        bool   // serve /console
 	Rack                string // "" when the node declares no rack
 	Seeds               []string
 	ProduceForwarding   bool

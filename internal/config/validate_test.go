@@ -125,6 +125,9 @@ var validationCases = map[string][]vcase{
 		bad("86400001", "out of range"), bad("two", "not a whole number (a long)"), bad("1000.5", "not a whole number"),
 		bad("", "not a whole number"), bad("99999999999999999999", "out of range for a long"),
 	},
+	"admin.console": {
+		ok("true", "true"), ok("false", "false"), bad("on", "not a boolean"),
+	},
 	"produce.forwarding": {
 		ok("true", "true"), ok("false", "false"), bad("maybe", "not a boolean"),
 	},

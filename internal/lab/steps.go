@@ -35,6 +35,9 @@ type step struct {
 	// acks and failure name the contract's promise and the failure the step inflicts.
 	acks, failure string
 	run           func(ctx context.Context, c *cluster, s *step) (observation, error)
+	// refusedWhen is, for runRefusedWhileDown, the words of the contract's warning that
+	// acks=all is refused now.
+	refusedWhen string
 	// want is what the step demonstrates.
 	want observation
 }
@@ -76,7 +79,16 @@ func steps() []*step {
 				"from the ISR, `cairn topic explain` warns that acks=all is refused, and a produce is refused with " +
 				"NOT_ENOUGH_REPLICAS, appending nothing. The follower comes back, the warning goes, and the write succeeds.",
 			topic: "lab-min-isr", configs: map[string]string{"min.insync.replicas": "3"}, acks: "all", failure: contract.MinorityCrash,
-			run: runMinISR, want: observation{acknowledged: true, kept: true},
+			refusedWhen: "below min.insync.replicas", run: runRefusedWhileDown, want: observation{acknowledged: true, kept: true},
+		},
+		{
+			title: "min.insync.racks=3: a write held in every rack, or refused",
+			explain: "A topic whose writes must be held in all three racks before acks=all succeeds (min.insync.replicas stays 2). " +
+				"One follower is killed, and its rack with it: once the leader drops it from the ISR, `cairn topic explain` " +
+				"warns that the ISR spans two racks only, and a produce is refused (NOT_ENOUGH_REPLICAS, its message says " +
+				"NOT_ENOUGH_RACKS), appending nothing. The follower comes back, the warning goes, and the write succeeds.",
+			topic: "lab-min-racks", configs: map[string]string{"min.insync.racks": "3"}, acks: "all", failure: contract.MinorityCrash,
+			refusedWhen: "below min.insync.racks", run: runRefusedWhileDown, want: observation{acknowledged: true, kept: true},
 		},
 	}
 }
@@ -258,9 +270,10 @@ func outcome(err error) string {
 	return "not acknowledged (" + err.Error() + ")"
 }
 
-// runMinISR checks the contract's warning of now against the broker's answer: refused
-// while the ISR is short, acknowledged once it is whole again.
-func runMinISR(ctx context.Context, c *cluster, s *step) (observation, error) {
+// runRefusedWhileDown checks the contract's warning of now against the broker's answer:
+// refused while the ISR is short (of replicas, or of racks), acknowledged once it is whole
+// again.
+func runRefusedWhileDown(ctx context.Context, c *cluster, s *step) (observation, error) {
 	l := c.leader(s.topic)
 	if l < 0 {
 		return observation{}, errors.New("no leader")
@@ -279,7 +292,7 @@ func runMinISR(ctx context.Context, c *cluster, s *step) (observation, error) {
 	if err := c.waitUntil(ctx, "the contract to warn of the short ISR", func() bool {
 		ct, err := c.contractOf(s.topic)
 		for _, w := range ct.Warnings {
-			if err == nil && strings.Contains(w.What, "below min.insync.replicas") {
+			if err == nil && strings.Contains(w.What, s.refusedWhen) {
 				refusal = w.What
 			}
 		}

@@ -36,7 +36,7 @@ func cairnWithEnv(t *testing.T, env []string, stdin string, args ...string) cmdR
 // everything else only with a SCRAM user's password. The first user is created over the
 // Kafka API (`cairn security user create`), which the admin API's authentication does not
 // guard; the CLI then works with the right password, from the environment, and a wrong
-// one gets a 401 that says so.
+// one gets a 401 that says so. The web console asks for the same credentials.
 func TestAdminBasicAuth(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, BrokerOpts{Args: []string{"--admin-auth", "basic"}})
@@ -102,6 +102,28 @@ func TestAdminBasicAuth(t *testing.T) {
 	waitFor(t, 30*time.Second, func() bool {
 		return health("CAIRN_ADMIN_USER=second", "CAIRN_ADMIN_PASSWORD=pw2").Err == nil
 	})
+	// The web console sits behind the same credentials: a browser is asked for them.
+	console := func(user, password string) int {
+		req, _ := http.NewRequest("GET", "http://"+b.AdminAddr+"/console/", nil)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := console("", ""); code != 401 {
+		t.Fatalf("the console without credentials: HTTP %d, want 401", code)
+	}
+	if code := console("ops", "wrong"); code != 401 {
+		t.Fatalf("the console with a wrong password: HTTP %d, want 401", code)
+	}
+	if code := console("ops", "0ps-pass"); code != 200 {
+		t.Fatalf("the console with credentials: HTTP %d, want 200", code)
+	}
 	if !b.LogContains("admin API: authentication failed") {
 		t.Fatal("the broker's log does not mention the refused requests")
 	}

@@ -15,8 +15,8 @@ func TestLabAuto(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("cairn lab --auto: %s", r)
 	}
-	if n := strings.Count(r.Stdout, "OK: the outcome is what the contract allows."); n != 5 {
-		t.Fatalf("%d steps reported OK, want 5:\n%s", n, r.Stdout)
+	if n := strings.Count(r.Stdout, "OK: the outcome is what the contract allows."); n != 6 {
+		t.Fatalf("%d steps reported OK, want 6:\n%s", n, r.Stdout)
 	}
 	for _, want := range []string{
 		"acks=1 produce to the leader: acknowledged", "after the minority crash it is gone",
@@ -24,6 +24,8 @@ func TestLabAuto(t *testing.T) {
 		"after the whole-cluster power cut it is still there", "Every step's outcome matched the contract.",
 		"cairn topic explain now warns: 2 in-sync replicas, below min.insync.replicas=3",
 		"acks=all produce: not acknowledged (NOT_ENOUGH_REPLICAS",
+		"cairn topic explain now warns: in-sync replicas span 2 declared racks, below min.insync.racks=3",
+		"NOT_ENOUGH_RACKS",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("the lab's output lacks %q", want)
