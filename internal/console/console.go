@@ -108,6 +108,7 @@ func New(src Source, lab Lab, lg *slog.Logger) *Handler {
 	h.mux.HandleFunc("GET /console/topics/{topic}/boundaries", h.topicBoundaries)
 	h.mux.HandleFunc("GET /console/groups", h.groups)
 	h.mux.HandleFunc("GET /console/reconfigurations", h.reconfigurations)
+	h.mux.HandleFunc("GET /console/reconfigurations/table", h.reconfigurationsTable)
 	h.mux.HandleFunc("GET /console/lab", h.labPage)
 	h.mux.HandleFunc("GET /console/lab/output", h.labOutput)
 	h.mux.HandleFunc("POST /console/lab", h.labStart)

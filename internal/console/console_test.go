@@ -146,6 +146,9 @@ func TestPagesShowTheCluster(t *testing.T) {
 
 	_, body = get(t, h, "GET", "/console/reconfigurations")
 	wantAll(t, "reconfigurations", body, "1, 2, 3", "1, 2, 4", "catching up", "75.0%")
+	if code, frag := get(t, h, "GET", "/console/reconfigurations/table"); code != 200 || strings.Contains(frag, "<html") || !strings.Contains(frag, "75.0%") {
+		t.Errorf("reconfigurations fragment: %d\n%s", code, frag)
+	}
 }
 
 func TestGroupsPageNamesSilentBrokers(t *testing.T) {

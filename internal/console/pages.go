@@ -206,12 +206,22 @@ func (h *Handler) brokerRacks() (map[int32]string, map[int32]bool) {
 	return racks, live
 }
 
+// reconfigurationRow is a move and how far it has come.
+type reconfigurationRow struct {
+	Reconfiguration
+	Percent float64 // -1: no byte counts reported yet
+}
+
 func (h *Handler) reconfigurations(w http.ResponseWriter, r *http.Request) {
-	type row struct {
-		Reconfiguration
-		Percent float64 // -1: no byte counts reported yet
-	}
-	var rows []row
+	h.render(w, http.StatusOK, "reconfigurations", "Reconfigurations", h.reconfigurationRows())
+}
+
+func (h *Handler) reconfigurationsTable(w http.ResponseWriter, r *http.Request) {
+	h.fragment(w, "reconfigurations", "table", h.reconfigurationRows())
+}
+
+func (h *Handler) reconfigurationRows() []reconfigurationRow {
+	var rows []reconfigurationRow
 	for _, rc := range h.src.Reconfigurations() {
 		pct := -1.0
 		if rc.BytesLeft >= 0 && rc.BytesMoved+rc.BytesLeft > 0 {
@@ -219,7 +229,7 @@ func (h *Handler) reconfigurations(w http.ResponseWriter, r *http.Request) {
 		} else if rc.BytesLeft == 0 {
 			pct = 100
 		}
-		rows = append(rows, row{Reconfiguration: rc, Percent: pct})
+		rows = append(rows, reconfigurationRow{Reconfiguration: rc, Percent: pct})
 	}
-	h.render(w, http.StatusOK, "reconfigurations", "Reconfigurations", rows)
+	return rows
 }

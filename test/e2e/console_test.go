@@ -83,7 +83,7 @@ func TestConsolePages(t *testing.T) {
 	wantIn(t, "groups page", groups, group, "Stable", "billing-app", topic+"/0", topic+"/1")
 	screenshot(t, chrome, base+"/groups", "groups")
 
-	wantIn(t, "reconfigurations page", page("/reconfigurations"), "No reconfigurations under way")
+	wantIn(t, "reconfigurations page", page("/reconfigurations"), "No reconfigurations under way", "data-refreshed=")
 	screenshot(t, chrome, base+"/reconfigurations", "reconfigurations")
 	wantIn(t, "lab page", page("/lab"), "was not started with --simulate-power-loss")
 
@@ -100,6 +100,31 @@ func TestConsolePages(t *testing.T) {
 	if code, body := httpGet(t, base+"/topics/no-such-topic"); code != http.StatusNotFound || !strings.Contains(body, "There is no topic &#34;no-such-topic&#34;") {
 		t.Errorf("unknown topic: HTTP %d\n%s", code, body)
 	}
+}
+
+// TestConsoleReconfiguration: a move of 1,2,3 to 1,2,4 under load, held in its joint
+// configuration by the test gate, is listed with its phase and a progress bar; released,
+// it finishes and leaves the page.
+func TestConsoleReconfiguration(t *testing.T) {
+	t.Parallel()
+	chrome := requireChromium(t)
+	bs, gate := heldCluster(t, 4)
+	const topic = "console-move"
+	adm, load := loadedPartition(t, bs[0], topic, 300)
+	holdMoves(t, gate, "joint")
+	moveTo(t, adm, topic, []int32{1, 2, 4})
+	waitHeld(t, bs, topic, "joint", 4)
+
+	url := "http://" + bs[0].AdminAddr + "/console/reconfigurations"
+	var got string
+	waitFor(t, 30*time.Second, func() bool { got = browse(t, chrome, url); return strings.Contains(got, "bytes moved") })
+	wantIn(t, "reconfigurations page", got, topic+"</a>/0", `<td class="nowrap">1, 2, 3</td><td class="nowrap">1, 2, 4</td><td>joint</td>`, `class="fill" style="width: `)
+	screenshot(t, chrome, url, "reconfiguration-joint")
+
+	holdMoves(t, gate, "")
+	waitMoved(t, adm, topic, []int32{1, 2, 4}, 60*time.Second)
+	load.stop()
+	waitFor(t, 30*time.Second, func() bool { return strings.Contains(browse(t, chrome, url), "No reconfigurations under way") })
 }
 
 // TestConsoleLab: on a --simulate-power-loss broker the lab page runs the durability lab
