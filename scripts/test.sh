@@ -16,7 +16,7 @@ go test -race -count=1 -timeout 15m $(go list ./... | grep -v /test/)
 echo "== end-to-end tests"
 # Artefacts (the web console's screenshots) go under test-output/, kept for a look after
 # the run; the folder is rebuilt each time.
-rm -rf test-output
+rm -rf test-output && mkdir -p test-output
 go test -count=1 -timeout 20m -artifacts -outputdir "$PWD/test-output" ./test/...
 echo "artefacts:"; find test-output -type f -name '*.png' | sort
 echo "== fault injection (short fixed-seed sessions; see docs/operations.md for long runs)"

@@ -368,6 +368,9 @@ func failures(racks []string) []string {
 	return out
 }
 
+// RackLoss names the failure of losing the racks in lost, as the contract's outcomes do.
+func RackLoss(lost ...string) string { return rackLossName(lost) }
+
 // rackLossName is the failure of losing the racks in lost: "loss of rack a", "loss of
 // racks a and b".
 func rackLossName(lost []string) string {

@@ -342,6 +342,12 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 		}
 	}
 
+	checkOpts := history.Options{Mode: cfg.mode, AllowSuffixLoss: cfg.mode == history.WriteCaching && power,
+		ReadCommitted: txnReadCommitted()}
+	if err := checkSessionContract(ctx, cl, cfg, checkOpts); err != nil {
+		return nil, err
+	}
+
 	rec, err := history.CreateFile(filepath.Join(cfg.out, "history.jsonl"))
 	if err != nil {
 		return nil, err
@@ -392,6 +398,13 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 			consumeLoop(loadCtx, cl, cfg.sec, rec, process, cfg.partitions, opts...)
 		}()
 	}
+
+	var console consoleStats
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pollConsole(loadCtx, cl, cfg.sec.adminHTTP(10*time.Second), cfg.seed, &console)
+	}()
 
 	schedErr := schedule(ctx, cl, rec, cfg, mv, rv)
 	// Heal everything, let the load run on a healthy cluster for a moment, then stop it.
@@ -461,11 +474,14 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 	for process, opts := range consumers {
 		followerReaders[process] = opts != nil
 	}
-	res, err := history.CheckFile(filepath.Join(cfg.out, "history.jsonl"), final, history.Options{
-		Mode: cfg.mode, AllowSuffixLoss: cfg.mode == history.WriteCaching && power, FollowerReaders: followerReaders,
-		ReadCommitted: txnReadCommitted()})
+	checkOpts.FollowerReaders = followerReaders
+	res, err := history.CheckFile(filepath.Join(cfg.out, "history.jsonl"), final, checkOpts)
 	if err == nil && tw != nil {
 		err = txnSessionError(res)
+	}
+	fmt.Println("chaos:", console.String())
+	if err == nil {
+		err = consoleError(cl, &console)
 	}
 	if err == nil && rv != nil && rv.stats.Failures > 0 {
 		err = fmt.Errorf("%d recover steps failed", rv.stats.Failures)
