@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/cairn-io/cairn/internal/controller"
 	"github.com/cairn-io/cairn/internal/rpc"
 )
 
@@ -229,12 +230,17 @@ func (b *Broker) handleNodeView(from int32, msgType uint8, payload []byte) {
 	}
 }
 
-// NodeViews asks every registered broker (this one directly) for q, in broker order. A
+// NodeViews asks every registered broker not decommissioned (this one directly) for q, in broker order. A
 // broker that is down or does not answer in time is listed with Answered false.
 func (b *Broker) NodeViews(ctx context.Context, q NodeViewQuery) []NodeView {
 	ctx, cancel := context.WithTimeout(ctx, nodeViewWait)
 	defer cancel()
-	brokers := b.state().Brokers()
+	var brokers []controller.Broker
+	for _, br := range b.state().Brokers() {
+		if br.Membership != controller.MembershipDecommissioned { // gone for good: nothing to ask
+			brokers = append(brokers, br)
+		}
+	}
 	out := make([]NodeView, len(brokers))
 	var wg sync.WaitGroup
 	for i, br := range brokers {

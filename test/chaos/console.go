@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,13 +36,20 @@ type consoleStats struct {
 	mu                   sync.Mutex
 	asked, ok, notServed int
 	bad                  []string
+	took                 []time.Duration // of the answers served well
 }
 
 func (s *consoleStats) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fmt.Sprintf("console: %d requests, %d answered well, %d not answered (broker down, paused or cut off, or not knowing the topic yet), %d bad",
+	line := fmt.Sprintf("console: %d requests, %d answered well, %d not answered (broker down, paused or cut off, or not knowing the topic yet), %d bad",
 		s.asked, s.ok, s.notServed, len(s.bad))
+	if n := len(s.took); n > 0 {
+		t := slices.Sorted(slices.Values(s.took))
+		line += fmt.Sprintf("; answered in p50 %v, p99 %v, max %v", t[n/2].Round(time.Millisecond),
+			t[min(n-1, n*99/100)].Round(time.Millisecond), t[n-1].Round(time.Millisecond))
+	}
+	return line
 }
 
 // pollConsole runs until ctx ends.
@@ -57,7 +65,9 @@ func pollConsole(ctx context.Context, cl *faults.Cluster, hc *http.Client, seed 
 		}
 		b := cl.Broker(1 + rng.IntN(cl.N()))
 		p := consolePaths[rng.IntN(len(consolePaths))]
+		start := time.Now()
 		why, served := askConsole(ctx, hc, b.AdminAddr, p.path, p.holds)
+		took := time.Since(start)
 		if ctx.Err() != nil {
 			return
 		}
@@ -68,6 +78,7 @@ func pollConsole(ctx context.Context, cl *faults.Cluster, hc *http.Client, seed 
 			st.bad = append(st.bad, fmt.Sprintf("%s %s: %s", time.Now().Format("15:04:05.000"), p.path, why))
 		case served:
 			st.ok++
+			st.took = append(st.took, took)
 		default:
 			st.notServed++
 		}
