@@ -46,6 +46,7 @@ var startFlags = []struct{ flag, property, usage string }{
 	{"rack", config.NodeRack, "rack this broker runs in"},
 	{"seeds", config.NodeSeeds, "comma-separated RPC addresses of the founding brokers, or of a running cluster to join"},
 	{"produce-forwarding", config.NodeProduceForwarding, "forward produce requests for partitions this broker does not lead to the leader (true or false)"},
+	{"max-incremental-fetch-session-cache-slots", config.NodeFetchSessionSlots, "fetch sessions (KIP-227) this broker keeps; 0 serves none (default 1000)"},
 	{"replica-lag-time-max-ms", config.NodeReplicaLagTimeMaxMs, "how long (ms) a follower may lag its leader's log end and stay in the ISR (default 30000)"},
 	{"listeners", config.NodeListeners, "Kafka listeners, NAME://host:port,... (instead of --kafka-addr), e.g. PLAINTEXT://:9092,SSL://:9094"},
 	{"advertised-listeners", config.NodeAdvertisedListeners, "addresses clients are told per listener, NAME://host:port,... (default: each listener's bind address)"},
@@ -282,6 +283,8 @@ func runBroker(node config.NodeConfig, listenerProps map[string]string, logLevel
 		return err
 	}
 	ks := kafka.NewServer(b, lg, metrics)
+	ks.SetFetchSessionSlots(node.FetchSessionSlots)
+	metrics.RegisterFetchSessions(ks.FetchSessionStats)
 	if err := ks.SetSASL(kafka.SASLConfig{Mechanisms: node.SASLEnabledMechanisms,
 		SessionLifetime: time.Duration(node.ConnectionsMaxReauthMs) * time.Millisecond}); err != nil {
 		closeLns()

@@ -110,6 +110,8 @@ const (
 	NodeProduceForwarding   = "produce.forwarding"
 	NodeReplicaLagTimeMaxMs = "replica.lag.time.max.ms"
 	NodeSeeds               = "seeds"
+	// NodeFetchSessionSlots is Kafka's name for the fetch session cache's size (KIP-227).
+	NodeFetchSessionSlots = "max.incremental.fetch.session.cache.slots"
 
 	// Kafka listeners and the TLS material of their SSL and SASL_SSL listeners, under
 	// Kafka's and librdkafka's names.

@@ -294,6 +294,9 @@ func build() *registry {
 	node(NodeReplicaLagTimeMaxMs, "--replica-lag-time-max-ms", numSpec(TypeLong, minReplicaLagMs, maxReplicaLagMs, false), "30000", "",
 		"How long, in milliseconds, a follower may go without holding its leader's whole log (flushed, or written under write caching) and still count in the in-sync replicas that min.insync.replicas and min.insync.racks need; at least 1000, so that ordinary pauses between heartbeats and fsyncs do not drop a healthy follower. As in Kafka it is a broker's static setting: the leader's value applies.",
 		"partition: the ISR for acks=all admission, Metadata and the min-ISR metrics")
+	node(NodeFetchSessionSlots, "--max-incremental-fetch-session-cache-slots", numSpec(TypeInt, 0, 100000, false), "1000", "",
+		"How many fetch sessions (KIP-227: a consumer names its partitions once, then sends and gets only what changed) this broker keeps; 0 serves none, and every fetch is then a full one. When all are taken, a new session replaces one idle for 2 minutes, or a smaller one; the sessions together cache at most 500,000 partitions.",
+		"kafka: Fetch")
 	node(NodeSeeds, "--seeds", seedsSpec(), "", "",
 		"RPC addresses (host:port) of other nodes to contact when joining the cluster.",
 		"broker: cluster join")

@@ -200,6 +200,7 @@ func ResolveNode(nodeValues map[string]string) (NodeConfig, error) {
 		Seeds:                  seeds,
 		ProduceForwarding:      get(NodeProduceForwarding) == "true",
 		ReplicaLagTimeMaxMs:    mustInt(get(NodeReplicaLagTimeMaxMs)),
+		FetchSessionSlots:      int(mustInt(get(NodeFetchSessionSlots))),
 		RPCTLS:                 rpcTLS,
 		Admin:                  adminSec,
 		Listeners:              listeners,

@@ -141,7 +141,7 @@ func TestResolveNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := NodeConfig{NodeID: 1, ProduceForwarding: true, DataDir: "./cairn-data", KafkaAddr: "localhost:9092",
-		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644", AdminConsole: true,
+		AdvertisedKafkaAddr: "localhost:9092", RPCAddr: "localhost:9093", AdvertisedRPCAddr: "localhost:9093", AdminAddr: ":9644", AdminConsole: true, FetchSessionSlots: 1000,
 		ReplicaLagTimeMaxMs: 30000, Admin: AdminSecurity{Auth: AdminAuthNone, ProbesOpen: true, ClientAuth: "none"},
 		SASLEnabledMechanisms: []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"},
 		Listeners:             []ListenerConfig{{Name: "PLAINTEXT", Protocol: "PLAINTEXT", Addr: "localhost:9092", Advertised: "localhost:9092"}},

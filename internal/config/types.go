@@ -220,6 +220,7 @@ type NodeConfig struct {
 	Seeds               []string
 	ProduceForwarding   bool
 	ReplicaLagTimeMaxMs int64 // the ISR's lag window
+	FetchSessionSlots   int   // max.incremental.fetch.session.cache.slots
 	RPCTLS              RPCTLS
 	Admin               AdminSecurity
 	// Listeners are the Kafka listeners, in the order configured: from listeners, or one

@@ -125,6 +125,9 @@ var validationCases = map[string][]vcase{
 		bad("86400001", "out of range"), bad("two", "not a whole number (a long)"), bad("1000.5", "not a whole number"),
 		bad("", "not a whole number"), bad("99999999999999999999", "out of range for a long"),
 	},
+	"max.incremental.fetch.session.cache.slots": {
+		ok("1000", "1000"), ok("0", "0"), ok("100000", "100000"), bad("-1", "out of range"), bad("100001", "out of range"), bad("many", "not a whole number"),
+	},
 	"admin.console": {
 		ok("true", "true"), ok("false", "false"), bad("on", "not a boolean"),
 	},

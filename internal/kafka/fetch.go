@@ -2,7 +2,7 @@ package kafka
 
 // Fetch, versions 4 to 12. Consumers only: a fetch with a replica id (Kafka's own
 // replication) is refused with NOT_LEADER_OR_FOLLOWER, since Cairn's replicas replicate
-// through Raft. Fetch sessions (KIP-227) are declined: every request is a full fetch.
+// through Raft. Fetch sessions (KIP-227, v7 and later) are served: fetchsession.go.
 //
 // Follower fetching (KIP-392, v11 and later), on while replica.selector.class is
 // RackAwareReplicaSelector: a leader answers a consumer that sends its rack (RackId) with
@@ -45,8 +45,7 @@ const maxRackIDBytes = 255
 const fetchMaxBytesCap = 55 << 20
 
 // handleFetch serves consumers. It answers once min bytes are available or max wait passes,
-// waking as soon as any partition it reads gets new visible data; session id 0 declines
-// fetch sessions.
+// waking as soon as any partition it reads gets new visible data.
 func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc {
 	req := kreq.(*kmsg.FetchRequest)
 	if req.ReplicaID >= 0 || (req.Version >= 15 && req.ReplicaState.ID >= 0) {
@@ -63,6 +62,10 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 	if !validIsolation(req.IsolationLevel) {
 		s.lg.Warn("fetch refused: unknown isolation level", "isolation_level", req.IsolationLevel)
 		return respond(refuseFetch(req, kerr.InvalidRequest))
+	}
+	fctx, req := s.sessionFetch(ctx, req)
+	if fctx.errCode != 0 {
+		return respond(sessionError(req, fctx.errCode))
 	}
 	// READ on each topic, internal ones included, asked once per request rather than on
 	// every wake of the long poll.
@@ -102,7 +105,7 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 			// denied partitions next to readable ones do not cut the long poll short, or a
 			// consumer of both would spin.
 			if stop || !anyAllowed || total >= int(req.MinBytes) || !time.Now().Before(deadline) {
-				return resp
+				return s.sessionAnswer(ctx, fctx, resp)
 			}
 			if first {
 				// Register after the first read and then read again, so that data arriving
@@ -118,7 +121,7 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 			case <-ctx.Done():
 				s.parkedFetches.Add(-1)
 				t.Stop()
-				return resp
+				return s.sessionAnswer(ctx, fctx, resp)
 			}
 			s.parkedFetches.Add(-1)
 			t.Stop()

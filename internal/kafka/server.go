@@ -136,6 +136,8 @@ type Server struct {
 
 	// parkedFetches counts long polls waiting for data (Kafka's fetch purgatory size).
 	parkedFetches atomic.Int64
+	// sessions are the fetch sessions (KIP-227) of this broker's consumers.
+	sessions *fetchSessions
 
 	mu    sync.Mutex
 	lns   []net.Listener
@@ -149,7 +151,8 @@ func NewServer(b *broker.Broker, lg *slog.Logger, m Metrics) *Server {
 	if lg == nil {
 		lg = slog.Default()
 	}
-	return &Server{b: b, lg: lg, metrics: m, conns: make(map[net.Conn]struct{}), done: make(chan struct{})}
+	return &Server{b: b, lg: lg, metrics: m, conns: make(map[net.Conn]struct{}), done: make(chan struct{}),
+		sessions: newFetchSessions(DefaultFetchSessionSlots)}
 }
 
 // Serve accepts connections on ln, as a PLAINTEXT listener, until Close.
