@@ -22,11 +22,14 @@
 #           the same load as long without a move; where the broker has $MOVE_RATE_PROPERTY
 #           (the learner catch-up bound), the first move runs unbounded (0) and a second,
 #           back to 1,2,3, at the property's default (or $MOVE_RATE_BOUND bytes/s).
+#   sessions (not in all; test/benchfetch; about 2 minutes) one franz-go consumer of 1,000
+#           partitions of one broker, with fetch sessions (KIP-227) and without: idle for 20 s,
+#           then tailing 2,000 records/s for 30 s; fetches, bytes and broker CPU per fetch.
 #   tls     (not in all; scripts/bench_tls.sh; about 5 minutes; ports 27044-27394) produce
 #           over PLAINTEXT, SSL and SASL_SSL listeners of one broker, and 3 brokers plaintext
 #           against SSL + rpc mTLS: MB/s, broker CPU per GB and the ratios, in
 #           $OUT/tls-summary.txt.
-# Usage: scripts/bench.sh [single|cluster|racks|move|tls|all]   (results, JSON and profiles in $OUT)
+# Usage: scripts/bench.sh [single|cluster|racks|move|sessions|tls|all]   (results, JSON and profiles in $OUT)
 # CAIRN_BIN=path measures that binary instead of building this tree.
 # Ports 31092-31644 and 41092-43644 on 127.0.0.1 must be free (move picks free ones); data
 # goes under $WORK.
@@ -206,13 +209,24 @@ move() {
 		2>"$OUT/move.log" || { tail -20 "$OUT/move.log" >&2; exit 1; }
 }
 
+# sessions runs test/benchfetch: one consumer of 1,000 partitions with fetch sessions and
+# without, idle and tailing a written topic; the table goes to $OUT/sessions.txt.
+sessions() {
+	go build -o "$WORK/benchfetch" ./test/benchfetch || exit 1
+	"$WORK/benchfetch" --binary "$B" --partitions 1000 --idle 20s --duration 30s --rate 2000 \
+		>"$OUT/sessions.json" 2>"$OUT/sessions.txt" || { tail -20 "$OUT/sessions.txt" >&2; exit 1; }
+	cat "$OUT/sessions.txt"
+	exit 0
+}
+
 case ${1:-all} in
 single) single ;;
+sessions) sessions ;;
 cluster) cluster ;;
 racks) racks ;;
 move) move ;;
 tls) CAIRN_BIN=$B WORK=$WORK/tls OUT=$OUT scripts/bench_tls.sh all; exit $? ;;
 all) single; cluster ;;
-*) echo "usage: $0 [single|cluster|racks|move|tls|all]" >&2; exit 2 ;;
+*) echo "usage: $0 [single|cluster|racks|move|sessions|tls|all]" >&2; exit 2 ;;
 esac
 /usr/bin/python3 scripts/bench_summary.py "$OUT"
