@@ -100,12 +100,12 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 			}
 			var total int
 			var stop bool
-			resp, total, stop = s.fetchOnce(req, maxBytes, denied)
+			resp, total, stop = s.fetchOnce(s.readNow(&fctx, req), maxBytes, denied)
 			// A fetch of nothing but denied partitions is answered at once, as Kafka does;
 			// denied partitions next to readable ones do not cut the long poll short, or a
 			// consumer of both would spin.
 			if stop || !anyAllowed || total >= int(req.MinBytes) || !time.Now().Before(deadline) {
-				return s.sessionAnswer(ctx, fctx, resp)
+				return s.sessionAnswer(ctx, &fctx, resp)
 			}
 			if first {
 				// Register after the first read and then read again, so that data arriving
@@ -121,7 +121,7 @@ func handleFetch(s *Server, ctx context.Context, kreq kmsg.Request) respondFunc 
 			case <-ctx.Done():
 				s.parkedFetches.Add(-1)
 				t.Stop()
-				return s.sessionAnswer(ctx, fctx, resp)
+				return s.sessionAnswer(ctx, &fctx, resp)
 			}
 			s.parkedFetches.Add(-1)
 			t.Stop()

@@ -18,8 +18,9 @@ func (s *Server) FetchSessionStats() (sessions, partitions int, evictions uint64
 	return s.sessions.stats()
 }
 
-// sessionFetch admits req into the cache and returns the request to read: req itself, or
-// for an incremental fetch the session's partitions in req's place.
+// sessionFetch admits req into the cache and returns the request the fetch stands for:
+// req itself, or for an incremental fetch every partition of the session (its long poll
+// watches them all; readNow picks those read each time).
 func (s *Server) sessionFetch(ctx context.Context, req *kmsg.FetchRequest) (fetchContext, *kmsg.FetchRequest) {
 	if req.Version < 7 { // no session fields: every request is sessionless
 		return fetchContext{}, req
@@ -34,9 +35,29 @@ func (s *Server) sessionFetch(ctx context.Context, req *kmsg.FetchRequest) (fetc
 	if fctx.errCode != 0 || fctx.session == nil {
 		return fctx, req
 	}
+	return fctx, withParts(req, fctx.parts)
+}
+
+// readNow is the request to read at this turn of the long poll: req, or for an
+// incremental fetch the session's partitions that may have something to say.
+func (s *Server) readNow(fctx *fetchContext, req *kmsg.FetchRequest) *kmsg.FetchRequest {
+	if fctx.session == nil {
+		return req
+	}
+	return withParts(req, fctx.toRead(func(tp topicPartition) versioned {
+		p, err := s.b.Partition(tp.topic, tp.partition)
+		if err != nil {
+			return nil // an interface holding no partition, not a nil *Partition
+		}
+		return p
+	}))
+}
+
+// withParts is req reading parts instead of its own partitions.
+func withParts(req *kmsg.FetchRequest, parts []fetchPartition) *kmsg.FetchRequest {
 	eff := *req
 	eff.Topics = nil
-	for _, fp := range fctx.parts {
+	for _, fp := range parts {
 		if n := len(eff.Topics); n == 0 || eff.Topics[n-1].Topic != fp.tp.topic {
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic = fp.tp.topic
@@ -48,7 +69,7 @@ func (s *Server) sessionFetch(ctx context.Context, req *kmsg.FetchRequest) (fetc
 		t := &eff.Topics[len(eff.Topics)-1]
 		t.Partitions = append(t.Partitions, p)
 	}
-	return fctx, &eff
+	return &eff
 }
 
 // requestParts flattens req's partitions, in the order a response answers them.
@@ -72,12 +93,18 @@ func sessionError(req *kmsg.FetchRequest, code int16) *kmsg.FetchResponse {
 
 // sessionAnswer filters an incremental answer to the partitions that have something to
 // say, records what was answered, and sets the answer's session id.
-func (s *Server) sessionAnswer(ctx context.Context, fctx fetchContext, resp *fetchResponse) *fetchResponse {
+func (s *Server) sessionAnswer(ctx context.Context, fctx *fetchContext, resp *fetchResponse) *fetchResponse {
 	if fctx.session == nil && !fctx.open {
 		return resp
 	}
-	answers := make([]fetchAnswer, 0, len(fctx.parts))
-	answered := make([]bool, 0, len(fctx.parts))
+	// Positions of the answer's partitions in fctx.parts: all of them for a full fetch,
+	// those of the last read for an incremental one.
+	index := fctx.readIdx
+	if fctx.session == nil {
+		index = nil
+	}
+	answers := make([]fetchAnswer, len(fctx.parts))
+	answered := make([]bool, len(fctx.parts))
 	i := 0
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
@@ -87,9 +114,15 @@ func (s *Server) sessionAnswer(ctx context.Context, fctx fetchContext, resp *fet
 			p := t.Partitions[pi]
 			a := fetchAnswer{records: len(p.RecordBatches) > 0 || files[pi].Len() > 0, errored: p.ErrorCode != 0,
 				redirected: p.PreferredReadReplica >= 0 || p.DivergingEpoch.Epoch >= 0, highWatermark: p.HighWatermark, logStart: p.LogStartOffset}
-			keep := i >= len(fctx.parts) || fctx.mustAnswer(i, a)
-			answers, answered = append(answers, a), append(answered, keep)
+			at := i
+			if index != nil && i < len(index) {
+				at = index[i]
+			}
 			i++
+			keep := at >= len(fctx.parts) || fctx.mustAnswer(at, a)
+			if at < len(fctx.parts) {
+				answers[at], answered[at] = a, keep
+			}
 			if !keep {
 				files[pi].Release()
 				continue
@@ -107,8 +140,6 @@ func (s *Server) sessionAnswer(ctx context.Context, fctx fetchContext, resp *fet
 		}
 		resp.Topics, resp.files = topics, fileLists
 	}
-	if len(answers) == len(fctx.parts) {
-		resp.SessionID = s.sessions.end(principalOf(ctx), fctx, answers, answered)
-	}
+	resp.SessionID = s.sessions.end(principalOf(ctx), *fctx, answers, answered)
 	return resp
 }

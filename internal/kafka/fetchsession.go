@@ -21,6 +21,11 @@ package kafka
 //     answered again once it clears. Partitions that returned records move to the end of
 //     the session, so that a size limit does not starve the later ones.
 //   - The epoch advances when the request is admitted, so a duplicate of it is refused.
+//   - Not from Kafka: an incremental fetch reads only the partitions that may have
+//     something to say (fetchContext.toRead): named by the request, moved since last read
+//     (Partition.Version), last answered with an error or with records left unread, and
+//     every one at least once a second. The answer is what reading them all would give,
+//     at a fraction of the cost for consumers of many quiet partitions.
 //
 // Deviation: a session belongs to the principal that opened it; another principal naming
 // its id gets FETCH_SESSION_ID_NOT_FOUND (Kafka checks only the id, and authorises every
@@ -73,6 +78,10 @@ type sessionPartition struct {
 	lastFetchedEpoch   int32
 	// highWatermark and logStart are as last answered; -1 forces an answer.
 	highWatermark, logStart int64
+	// part and version are the replica as last read and its Version then: an incremental
+	// fetch reads the partition again only once it has moved (see fetchContext.toRead).
+	part    versioned
+	version uint64
 }
 
 type fetchSession struct {
@@ -82,6 +91,10 @@ type fetchSession struct {
 	parts     []*sessionPartition // in fetch order
 	index     map[topicPartition]*sessionPartition
 	lastUsed  time.Time
+	// lastFull is when every partition was last read: at least every fullReadEvery, so that
+	// what moves no boundary (a replica deleted or replaced, a leadership learnt late) is
+	// answered within that time.
+	lastFull time.Time
 }
 
 // fetchPartition is one partition of a request, or of a session's fetch.
@@ -128,12 +141,32 @@ type fetchContext struct {
 	session *fetchSession
 	// parts are what to read: the request's (full) or the session's (incremental).
 	parts []fetchPartition
-	// last are, for an incremental fetch, what the session last answered of each part
+	// last are, for an incremental fetch, what the session knew of each part at admission
 	// (copied, so that the long poll reads them without the cache's lock).
 	last []answeredBefore
+	// full: read every part (the session's lastFull is old); named: the request named the
+	// part, or added it.
+	full  bool
+	named []bool
+	// reading are the parts read so far, with the version each had when first read, and
+	// readIdx the parts of the latest read in order (toRead).
+	reading  map[int]uint64
+	readIdx  []int
+	lookedUp []versioned
 }
 
-type answeredBefore struct{ highWatermark, logStart int64 }
+type answeredBefore struct {
+	highWatermark, logStart int64
+	part                    versioned
+	version                 uint64
+}
+
+// versioned is a replica as a session sees it: *partition.Partition, whose Version moves
+// with its boundaries.
+type versioned interface{ Version() uint64 }
+
+// fullReadEvery bounds how long an incremental fetch may skip a partition that did not move.
+const fullReadEvery = time.Second
 
 // begin admits a request: id and epoch as sent, its partitions, and the forgotten ones.
 func (c *fetchSessions) begin(p security.Principal, id, epoch int32, parts []fetchPartition, forgotten []topicPartition) fetchContext {
@@ -156,7 +189,9 @@ func (c *fetchSessions) begin(p security.Principal, id, epoch int32, parts []fet
 	}
 	s.epoch = nextEpoch(s.epoch)
 	s.lastUsed = c.now()
+	named := map[topicPartition]bool{}
 	for _, fp := range parts {
+		named[fp.tp] = true
 		sp := s.index[fp.tp]
 		if sp == nil {
 			sp = &sessionPartition{tp: fp.tp, highWatermark: -1, logStart: -1}
@@ -183,11 +218,13 @@ func (c *fetchSessions) begin(p security.Principal, id, epoch int32, parts []fet
 		c.removeLocked(s)
 		return fetchContext{}
 	}
-	ctx := fetchContext{session: s, parts: make([]fetchPartition, len(s.parts)), last: make([]answeredBefore, len(s.parts))}
+	ctx := fetchContext{session: s, parts: make([]fetchPartition, len(s.parts)), last: make([]answeredBefore, len(s.parts)),
+		named: make([]bool, len(s.parts)), full: c.now().Sub(s.lastFull) >= fullReadEvery}
 	for i, sp := range s.parts {
 		ctx.parts[i] = fetchPartition{tp: sp.tp, fetchOffset: sp.fetchOffset, maxBytes: sp.maxBytes,
 			currentLeaderEpoch: sp.currentLeaderEpoch, lastFetchedEpoch: sp.lastFetchedEpoch}
-		ctx.last[i] = answeredBefore{highWatermark: sp.highWatermark, logStart: sp.logStart}
+		ctx.last[i] = answeredBefore{highWatermark: sp.highWatermark, logStart: sp.logStart, part: sp.part, version: sp.version}
+		ctx.named[i] = named[sp.tp]
 	}
 	return ctx
 }
@@ -206,6 +243,46 @@ func nextEpoch(e int32) int32 {
 		return 1
 	}
 	return e + 1
+}
+
+// toRead chooses the parts of an incremental fetch to read now, in order, and returns them
+// with their indexes into ctx.parts (readIdx): a part named by the request, one whose last
+// answer was an error or left records unread (its fetch offset below the high watermark
+// answered), one whose replica is not known or has moved (Version) since it was last
+// read, every part when a full read is due, and every part already read during this
+// request's long poll (its answer must not drop out). lookup finds a replica.
+func (ctx *fetchContext) toRead(lookup func(topicPartition) versioned) []fetchPartition {
+	if ctx.reading == nil {
+		ctx.reading = map[int]uint64{}
+		ctx.lookedUp = make([]versioned, len(ctx.parts))
+	}
+	ctx.readIdx = ctx.readIdx[:0]
+	out := make([]fetchPartition, 0, len(ctx.parts))
+	for i, fp := range ctx.parts {
+		if _, ok := ctx.reading[i]; !ok {
+			last := ctx.last[i]
+			part := last.part
+			if part == nil || ctx.full {
+				if ctx.lookedUp[i] == nil {
+					ctx.lookedUp[i] = lookup(fp.tp)
+				}
+				part = ctx.lookedUp[i]
+			}
+			var v uint64
+			if part != nil {
+				v = part.Version()
+			}
+			if !ctx.full && !ctx.named[i] && part != nil && part == last.part && v == last.version &&
+				last.highWatermark >= 0 && fp.fetchOffset >= last.highWatermark {
+				continue // nothing moved: nothing to say
+			}
+			ctx.reading[i] = v
+			ctx.lookedUp[i] = part
+		}
+		ctx.readIdx = append(ctx.readIdx, i)
+		out = append(out, fp)
+	}
+	return out
 }
 
 // mustAnswer reports whether an incremental answer holds a partition the session has.
@@ -232,7 +309,13 @@ func (c *fetchSessions) end(p security.Principal, ctx fetchContext, answers []fe
 		var moved []*sessionPartition
 		for i, a := range answers {
 			sp := s.index[ctx.parts[i].tp]
-			if sp == nil || !answered[i] {
+			if sp == nil {
+				continue
+			}
+			if v, read := ctx.reading[i]; read {
+				sp.part, sp.version = ctx.lookedUp[i], v
+			}
+			if !answered[i] {
 				continue
 			}
 			sp.highWatermark, sp.logStart = a.highWatermark, a.logStart
@@ -242,6 +325,9 @@ func (c *fetchSessions) end(p security.Principal, ctx fetchContext, answers []fe
 			if a.records {
 				moved = append(moved, sp)
 			}
+		}
+		if ctx.full {
+			s.lastFull = c.now()
 		}
 		if len(moved) > 0 && len(moved) < len(s.parts) {
 			rest := make([]*sessionPartition, 0, len(s.parts))

@@ -22,6 +22,13 @@ import (
 //	    the read of the last admitted request found this (a partition not named has the
 //	    high watermark and log start it had, or 0); prints what the answer holds and the
 //	    session id it carries
+//	read
+//	    which partitions of the last admitted incremental fetch are read now (toRead);
+//	    the next answer then holds only what they found
+//	replica t/0,...
+//	    the broker holds these replicas (the first use of a name creates it)
+//	move t/0,...
+//	    a boundary of these replicas moved
 //	wait D
 //	    let time pass
 //	stats
@@ -34,11 +41,18 @@ type sessionScript struct {
 	as  security.Principal
 	// what the partitions were last found to hold
 	hw, logStart map[topicPartition]int64
+	replicas     map[topicPartition]*fakeReplica
+	read         bool
 }
+
+type fakeReplica struct{ v uint64 }
+
+func (r *fakeReplica) Version() uint64 { return r.v }
 
 func TestFetchSessionScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/fetch_sessions", func(t *testing.T, path string) {
-		s := &sessionScript{now: time.Unix(1_000_000, 0), hw: map[topicPartition]int64{}, logStart: map[topicPartition]int64{}}
+		s := &sessionScript{now: time.Unix(1_000_000, 0), hw: map[topicPartition]int64{}, logStart: map[topicPartition]int64{},
+			replicas: map[topicPartition]*fakeReplica{}}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { return s.run(t, d) })
 	})
 }
@@ -85,7 +99,7 @@ func (s *sessionScript) run(t *testing.T, d *datadriven.TestData) string {
 		for _, f := range splitList(arg("forget")) {
 			forgotten = append(forgotten, parseTP(t, d, f))
 		}
-		s.ctx = s.c.begin(s.as, int32(num("id")), int32(num("epoch")), parts, forgotten)
+		s.ctx, s.read = s.c.begin(s.as, int32(num("id")), int32(num("epoch")), parts, forgotten), false
 		switch {
 		case s.ctx.errCode != 0:
 			return "error " + kerr.ErrorForCode(s.ctx.errCode).(*kerr.Error).Message
@@ -108,18 +122,42 @@ func (s *sessionScript) run(t *testing.T, d *datadriven.TestData) string {
 		var answers []fetchAnswer
 		var answered []bool
 		var held []string
+		answers, answered = make([]fetchAnswer, len(s.ctx.parts)), make([]bool, len(s.ctx.parts))
 		for i, fp := range s.ctx.parts {
+			if s.read && !slices.Contains(s.ctx.readIdx, i) {
+				continue
+			}
 			name := fmt.Sprintf("%s/%d", fp.tp.topic, fp.tp.partition)
 			a := fetchAnswer{records: slices.Contains(records, name), errored: slices.Contains(errored, name),
 				highWatermark: s.hw[fp.tp], logStart: s.logStart[fp.tp]}
 			keep := s.ctx.mustAnswer(i, a)
-			answers, answered = append(answers, a), append(answered, keep)
+			answers[i], answered[i] = a, keep
 			if keep {
 				held = append(held, name)
 			}
 		}
 		id := s.c.end(s.as, s.ctx, answers, answered)
 		return fmt.Sprintf("answers [%s], session id %d", strings.Join(held, " "), id)
+	case "read":
+		got := s.ctx.toRead(func(tp topicPartition) versioned {
+			if r := s.replicas[tp]; r != nil {
+				return r
+			}
+			return nil
+		})
+		s.read = true
+		return "reads " + partsString(got)
+	case "replica", "move":
+		for _, name := range splitList(d.CmdArgs[0].Key) {
+			tp := parseTP(t, d, name)
+			if s.replicas[tp] == nil {
+				s.replicas[tp] = &fakeReplica{}
+			}
+			if d.Cmd == "move" {
+				s.replicas[tp].v++
+			}
+		}
+		return "ok"
 	case "wait":
 		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
 		if err != nil {

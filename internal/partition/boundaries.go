@@ -150,6 +150,7 @@ func (p *Partition) advanceLocked(fn func(b *Boundaries)) {
 	p.bounds.LastStable = max(p.bounds.LogStart, min(p.bounds.LastVisible, p.appliedEnd, p.openFrom))
 	close(p.changed)
 	p.changed = make(chan struct{})
+	p.version.Add(1)
 	for w := range p.watchers {
 		select {
 		case w <- struct{}{}:
@@ -157,6 +158,10 @@ func (p *Partition) advanceLocked(fn func(b *Boundaries)) {
 		}
 	}
 }
+
+// Version changes whenever a boundary moves (and whenever Watch's channels are signalled);
+// equal versions mean nothing a fetch answers has changed. It takes no lock.
+func (p *Partition) Version() uint64 { return p.version.Load() }
 
 // Watch registers ch to receive a non-blocking signal whenever a boundary moves; Fetch
 // long-polls on it across the partitions it reads.

@@ -132,7 +132,10 @@ type Partition struct {
 	termCommitted, termReplicated bool
 	changed                       chan struct{} // closed and replaced whenever a boundary moves
 	watchers                      map[chan struct{}]struct{}
-	closed                        bool
+	// version counts the boundary moves (advanceLocked), so that a fetch session can tell
+	// a partition that moved from one that did not without taking its lock.
+	version atomic.Uint64
+	closed  bool
 
 	onRole func()
 	kick   chan struct{} // the Raft group moved: refresh the boundaries
