@@ -24,8 +24,9 @@ package kafka
 //   - Not from Kafka: an incremental fetch reads only the partitions that may have
 //     something to say (fetchContext.toRead): named by the request, moved since last read
 //     (Partition.Version), last answered with an error or with records left unread, and
-//     every one at least once a second. The answer is what reading them all would give,
-//     at a fraction of the cost for consumers of many quiet partitions.
+//     every one at least once a second. The answer is the one reading them all would give,
+//     but for changes no boundary shows (a replica deleted or replaced), answered within
+//     a second, at a fraction of the cost for consumers of many quiet partitions.
 //
 // Deviation: a session belongs to the principal that opened it; another principal naming
 // its id gets FETCH_SESSION_ID_NOT_FOUND (Kafka checks only the id, and authorises every
