@@ -1,6 +1,7 @@
 package console
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -61,13 +62,7 @@ func (h *Handler) groups(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortFunc(d.Groups, func(a, b groupRow) int { return strings.Compare(a.Group, b.Group) })
-	ends := h.highWatermarks(r, slices.Sorted(func(yield func(string) bool) {
-		for t := range topics {
-			if !yield(t) {
-				return
-			}
-		}
-	}))
+	ends := h.highWatermarks(r, slices.Sorted(maps.Keys(topics)))
 	for i := range d.Groups {
 		d.Groups[i].lag(ends)
 	}
