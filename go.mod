@@ -46,3 +46,6 @@ require (
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
+
+// etcd raft v3.7.0 with proposals appended without a copy: third_party/etcd-raft/README.md
+replace go.etcd.io/raft/v3 => ./third_party/etcd-raft

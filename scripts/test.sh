@@ -13,6 +13,8 @@ echo "== go vet"
 go vet ./...
 echo "== unit tests (race)"
 go test -race -count=1 -timeout 15m $(go list ./... | grep -v /test/)
+echo "== the patched raft library (third_party/etcd-raft/README.md)"
+(cd third_party/etcd-raft && go vet ./... && go test -count=1 ./...)
 echo "== end-to-end tests"
 # Artefacts (the web console's screenshots) go under test-output/, kept for a look after
 # the run; the folder is rebuilt each time.

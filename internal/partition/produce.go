@@ -70,10 +70,10 @@ func (p *Partition) appendBatch(batch []byte, h recordbatch.Header, acks int16, 
 		}
 		return p.produceDuplicate(h, dec.dupOf, acks, b.LogStart)
 	}
-	// The batch is proposed where it lies in the request frame: etcd raft clones a proposed
-	// entry when it appends it, and the host drops its reference once raft has appended it,
-	// so nothing holds the frame for longer than that (frames are never reused). A copy here
-	// was a third copy of every produced byte (6% of a broker's CPU under produce load).
+	// The batch is proposed where it lies in the request frame, and raft appends it there
+	// too (third_party/etcd-raft does not clone proposals): frames are never reused, and
+	// the raft log cache counts the frame an entry keeps alive. Each copy here or in raft
+	// cost 6-9% of a broker's CPU under produce load.
 	// Proposals are queued in request order under appendMu, but their appends are awaited
 	// outside it, so concurrent requests ride one Raft append and one fsync. The proposal
 	// is bound to the term the producer table was checked for: if leadership moved

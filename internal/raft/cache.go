@@ -7,8 +7,18 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// maxCacheBytes bounds one group's entry cache (payload bytes).
+// maxCacheBytes bounds one group's entry cache (payload bytes, see heldBytes).
 const maxCacheBytes = 4 << 20
+
+// heldBytes is what keeping e is counted as. A leader's entries share their Data with the
+// request frame they were produced in (third_party/etcd-raft no longer copies proposals),
+// so an entry may keep more alive than its own bytes. Counting its capacity counts the
+// frame from the entry to the frame's end: a batch at the front of a large multi-partition
+// request counts the whole request. The frame's bytes before the entry are counted by the
+// entries there while those are cached; once they are trimmed, the last entry of a frame
+// can keep the frame alive alone until it is trimmed too, which the replication and apply
+// windows keep short.
+func heldBytes(e *pb.Entry) int { return cap(e.GetData()) }
 
 // entryCache keeps the newest entries a replica appended, so that raft's reads of them
 // (Entries: for every MsgApp a leader sends once the entries are stable, and for the
@@ -41,11 +51,11 @@ func (c *entryCache) add(ents []*pb.Entry) {
 	for _, e := range ents {
 		c.ents = append(c.ents, e)
 		c.sizes = append(c.sizes, uint64(proto.Size(e)))
-		c.bytes += len(e.GetData())
+		c.bytes += heldBytes(e)
 	}
 	drop := 0
 	for c.bytes > maxCacheBytes && drop < len(c.ents)-1 {
-		c.bytes -= len(c.ents[drop].GetData())
+		c.bytes -= heldBytes(c.ents[drop])
 		drop++
 	}
 	c.dropFrontLocked(drop)
@@ -62,7 +72,7 @@ func (c *entryCache) truncateLocked(index uint64) {
 		return
 	}
 	for _, e := range c.ents[keep:] {
-		c.bytes -= len(e.GetData())
+		c.bytes -= heldBytes(e)
 	}
 	clear(c.ents[keep:])
 	c.ents, c.sizes = c.ents[:keep], c.sizes[:keep]
@@ -95,7 +105,7 @@ func (c *entryCache) trimBelow(index uint64) {
 	}
 	n := min(int(index-c.first), len(c.ents))
 	for _, e := range c.ents[:n] {
-		c.bytes -= len(e.GetData())
+		c.bytes -= heldBytes(e)
 	}
 	c.dropFrontLocked(n)
 }

@@ -72,3 +72,21 @@ func TestEntryCacheMatchesTheLog(t *testing.T) {
 		}
 	})
 }
+
+// TestEntryCacheCountsTheFrameAnEntryShares: entries whose Data are small slices of one
+// large request frame are counted by what they keep alive, so the cache drops them instead
+// of holding many frames while it counts only their batches.
+func TestEntryCacheCountsTheFrameAnEntryShares(t *testing.T) {
+	var c entryCache
+	for i := range 8 {
+		frame := make([]byte, maxCacheBytes/2)
+		c.add([]*pb.Entry{{Index: new(uint64(i + 1)), Term: new(uint64(1)), Data: frame[:100]}})
+	}
+	if c.bytes > maxCacheBytes || len(c.ents) > 2 {
+		t.Fatalf("the cache holds %d entries counted as %d bytes, each keeping a %d-byte frame alive",
+			len(c.ents), c.bytes, maxCacheBytes/2)
+	}
+	if len(c.ents) == 0 || c.ents[len(c.ents)-1].GetIndex() != 8 {
+		t.Fatal("the cache dropped the newest entry")
+	}
+}

@@ -21,10 +21,10 @@ func (h *Host) Propose(ctx context.Context, id uint64, data []byte) (index, term
 	return p.Index(), p.Term(), nil
 }
 
-// ProposeAsync proposes data and returns a handle to wait on its stages. The host keeps
-// data only until raft has appended the entry (raft appends a copy), so data may alias a
-// caller's buffer that stays unmodified until then: until the proposal reaches
-// StageAppended or fails.
+// ProposeAsync proposes data and returns a handle to wait on its stages. Raft appends data
+// itself, not a copy (third_party/etcd-raft), and its log cache and messages to followers
+// keep it after StageAppended, so data may alias a caller's buffer only if that buffer is
+// never modified again.
 func (h *Host) ProposeAsync(id uint64, data []byte) (*Proposal, error) {
 	return h.ProposeAsyncInTerm(id, data, 0)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/quorum"
@@ -207,9 +208,11 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 			if len(e.GetData()) == 0 {
 				continue
 			}
-			// raft clones proposed entries: the leader's new data entries are the
-			// waiting proposals, in order.
-			if len(g.waiting) == 0 || e.GetTerm() != g.term || !bytes.Equal(e.GetData(), g.waiting[0].data) {
+			// The leader's new data entries are the waiting proposals, in order. Our
+			// raft (third_party/etcd-raft) hands back the proposal's own Data, so the
+			// match is usually one pointer compare; bytes.Equal stays for any path
+			// that copies it.
+			if len(g.waiting) == 0 || e.GetTerm() != g.term || !sameBytes(e.GetData(), g.waiting[0].data) {
 				continue
 			}
 			p := g.waiting[0]
@@ -416,4 +419,16 @@ func (g *group) admitSnapshot(m *pb.Message) {
 	cs = proto.Clone(cs).(*pb.ConfState)
 	cs.Learners = append(cs.Learners, g.h.id)
 	md.ConfState = cs
+}
+
+// sameBytes reports whether a and b hold the same bytes, answering without reading them
+// when they are the same slice.
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b) {
+		return true
+	}
+	return bytes.Equal(a, b)
 }
