@@ -14,11 +14,16 @@ func (h *Host) control(id uint64, f func(*etcdraft.RawNode)) error {
 	if err != nil {
 		return err
 	}
+	g.queueControl(f)
+	return nil
+}
+
+// queueControl queues f for the group's next ready round.
+func (g *group) queueControl(f func(*etcdraft.RawNode)) {
 	g.inMu.Lock()
 	g.inCtl = append(g.inCtl, f)
 	g.inMu.Unlock()
-	h.enqueue(g)
-	return nil
+	g.h.enqueue(g)
 }
 
 // Campaign makes this replica of the group campaign to become leader; a joiner that is

@@ -229,8 +229,9 @@ type group struct {
 	// reset when the term or the role changes.
 	visSent   map[uint64]uint64
 	visReport uint64
-	idle      int      // ticks the leader has been idle (quiesce.go)
-	peerIDs   []uint64 // the other members
+	idle      int           // ticks the leader has been idle (quiesce.go)
+	fast      *fastElection // a follower's campaigns after its leader's host went (fastelect.go)
+	peerIDs   []uint64      // the other members
 }
 
 type appendRec struct {

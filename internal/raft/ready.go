@@ -83,6 +83,9 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	for _, f := range ctl {
 		f(rn)
 	}
+	if g.fast != nil {
+		g.stepFastElection(rn)
+	}
 	g.refreshStatus()
 	for _, r := range written {
 		g.onWritten(r)

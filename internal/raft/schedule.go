@@ -197,6 +197,9 @@ func (h *Host) tickOnce() {
 				}
 				if !quiesced {
 					g.rn.Tick()
+					if g.fast != nil {
+						g.stepFastElection(g.rn)
+					}
 					work = g.rn.HasReady()
 				}
 			}

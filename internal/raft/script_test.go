@@ -112,6 +112,16 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	"campaign": func(s *script, td *datadriven.TestData) string {
 		return errString(s.d.Host(s.d.HostArg(td)).Campaign(scriptGroup))
 	},
+	// peer-gone H... of=P: the hosts' transports report that host P's process is gone
+	// (Host.PeerGone; handled at the next ready round).
+	"peer-gone": func(s *script, td *datadriven.TestData) string {
+		var gone uint64
+		td.ScanArgs(s.t, "of", &gone)
+		for _, id := range s.d.HostArgs(td) {
+			s.d.Host(id).PeerGone(gone)
+		}
+		return ""
+	},
 	// campaigning H on|off: host H's campaign switch (Host.SetCampaigning).
 	"campaigning": func(s *script, td *datadriven.TestData) string {
 		args := rafttest.Positional(td)

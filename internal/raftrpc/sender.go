@@ -60,6 +60,12 @@ func NewHost(t *rpc.Transport, opts raft.HostOptions) (*raft.Host, *Sender) {
 	h := raft.NewHost(opts)
 	var r Reporter = h
 	s.reporter.Store(&r)
+	// A leader whose process is gone need not be waited out (raft/fastelect.go).
+	t.OnPeerGone(func(id int32) {
+		if rid, ok := RaftID(id); ok {
+			h.PeerGone(rid)
+		}
+	})
 	return h, s
 }
 

@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -119,7 +121,17 @@ type Transport struct {
 	received map[int32]*recvCounters // per sender
 	counters transportCounters
 	tlsLog   logLimiter // failed TLS handshakes, inbound and outbound
+
+	peerGone atomic.Pointer[func(id int32)] // see OnPeerGone
 }
+
+// OnPeerGone sets f to be called, on a goroutine of its own, when a dial to a peer is
+// refused: nothing listens at its address, so its process is not running (or is not yet
+// listening again). A killed process's sockets are closed by its kernel at once, so the
+// first redial, at most a host heartbeat later, finds out; a network partition or a
+// paused process times out instead and is never reported here. f is called once per
+// episode: again only after a connection to the peer has succeeded.
+func (t *Transport) OnPeerGone(f func(id int32)) { t.peerGone.Store(&f) }
 
 // New returns a Transport; Start makes it listen. Peers may be added before or after Start.
 func New(opts Options) (*Transport, error) {
@@ -353,6 +365,7 @@ type peer struct {
 	space    chan struct{} // closed and replaced whenever qBytes shrinks
 	conn     net.Conn      // current connection, for shutdown to close
 	down     time.Time     // when the peer became unreachable; zero while reachable
+	refused  bool          // a dial was refused since the last connection (PeerGone told)
 	stopped  bool
 	wake     chan struct{} // cap 1: the queue has work
 	stop     chan struct{}
@@ -600,10 +613,21 @@ func nextBackoff(cur, lo, hi time.Duration) time.Duration {
 }
 
 // dialFailed counts a failed dial and drops the queue once the peer has been down too long.
+// The first refused dial since the last connection is told to the PeerGone observer.
 func (p *peer) dialFailed(err error, addr string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.counters.dialFailures++
+	if errors.Is(err, syscall.ECONNREFUSED) && !p.refused {
+		p.refused = true
+		if f := p.t.peerGone.Load(); f != nil {
+			p.t.wg.Add(1)
+			go func() { // never under p.mu: the observer may send to this peer
+				defer p.t.wg.Done()
+				(*f)(p.id)
+			}()
+		}
+	}
 	now := time.Now()
 	if p.down.IsZero() {
 		p.down = now
@@ -691,6 +715,7 @@ func (p *peer) dial(addr string) (net.Conn, <-chan struct{}, error) {
 		p.counters.reconnects++
 	}
 	p.down = time.Time{}
+	p.refused = false
 	p.mu.Unlock()
 	// The connection carries nothing back; this reader only notices the peer closing it, so
 	// that the next write fails at once rather than into a dead socket.

@@ -713,3 +713,74 @@ func TestSendAllOneWriteAllOrNone(t *testing.T) {
 		t.Fatalf("room for one more, refused: %v", err)
 	}
 }
+
+// TestPeerGoneOnRefusedDialOnly: a peer whose process stopped (its port refuses) is
+// reported once per episode, again after it came back and stopped once more; a peer that
+// accepts connections but never answers (a paused process) is never reported.
+func TestPeerGoneOnRefusedDialOnly(t *testing.T) {
+	b, err := New(testOptions(2, &recorder{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := b.Addr().String()
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // accepts, never says hello
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+
+	o := testOptions(1, nil)
+	o.DialTimeout = 50 * time.Millisecond
+	a := startNode(t, o)
+	var mu sync.Mutex
+	gone := map[int32]int{}
+	a.OnPeerGone(func(id int32) {
+		mu.Lock()
+		gone[id]++
+		mu.Unlock()
+	})
+	reports := func(id int32) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return gone[id]
+	}
+	a.SetPeer(2, addr)
+	a.SetPeer(3, silent.Addr().String())
+	send := func() { a.Send(2, 1, []byte("x")); a.Send(3, 1, []byte("x")) }
+	waitFor(t, 10*time.Second, "a connection to peer 2", func() bool { send(); return peerStats(a, 2).Connects >= 1 })
+	if n := reports(2); n != 0 {
+		t.Fatalf("peer 2 reported gone %d times while it listens", n)
+	}
+
+	b.Close()
+	waitFor(t, 10*time.Second, "peer 2 reported gone", func() bool { send(); return reports(2) == 1 })
+	// More refused dials in the same episode are not reported again.
+	before := peerStats(a, 2).DialFailures
+	waitFor(t, 10*time.Second, "more refused dials", func() bool { send(); return peerStats(a, 2).DialFailures >= before+3 })
+	if n := reports(2); n != 1 {
+		t.Fatalf("peer 2 reported %d times in one episode", n)
+	}
+
+	o2 := testOptions(2, &recorder{})
+	o2.ListenAddr = addr
+	b2, err := New(o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "a reconnection", func() bool { send(); return peerStats(a, 2).Connects >= 2 })
+	b2.Close()
+	waitFor(t, 10*time.Second, "peer 2 reported gone again", func() bool { send(); return reports(2) == 2 })
+
+	if peerStats(a, 3).DialFailures == 0 {
+		t.Fatal("no failed dial to the silent peer: the test did not exercise it")
+	}
+	if n := reports(3); n != 0 {
+		t.Fatalf("the silent peer was reported gone %d times", n)
+	}
+}
