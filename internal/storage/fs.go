@@ -40,23 +40,34 @@ type File interface {
 
 // OSFS returns the real filesystem. File.Sync uses fdatasync on Linux (fsync elsewhere);
 // SyncDir opens the directory and fsyncs it.
-func OSFS() FS { return osFS{} }
+// Its files hold a descriptor only while used, within a budget of half the process's
+// descriptor limit (fdpool.go).
+func OSFS() FS { return osFS{pool: defaultPool} }
 
-type osFS struct{}
+type osFS struct{ pool *fdPool }
 
+// osFile is a file that keeps its descriptor (one opened with O_APPEND).
 type osFile struct{ f *os.File }
 
-func (osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &osFile{f: f}, nil
+func (fs osFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	return fs.pool.openFile(name, flag, perm)
 }
 
-func (osFS) Remove(name string) error                     { return os.Remove(name) }
-func (osFS) RemoveAll(name string) error                  { return os.RemoveAll(name) }
-func (osFS) Rename(oldname, newname string) error         { return os.Rename(oldname, newname) }
+func (fs osFS) Remove(name string) error {
+	if err := fs.pool.beforeRemove(name); err != nil {
+		return err
+	}
+	return os.Remove(name)
+}
+
+func (fs osFS) RemoveAll(name string) error {
+	if err := fs.pool.beforeRemove(name); err != nil {
+		return err
+	}
+	return os.RemoveAll(name)
+}
+
+func (fs osFS) Rename(oldname, newname string) error      { return fs.pool.rename(oldname, newname) }
 func (osFS) MkdirAll(name string, perm os.FileMode) error { return os.MkdirAll(name, perm) }
 func (osFS) Stat(name string) (os.FileInfo, error)        { return os.Stat(name) }
 

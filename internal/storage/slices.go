@@ -21,10 +21,10 @@ var ErrNoFileSlices = errors.New("storage: segment files cannot be served as fil
 // so a fallback costs no allocation.
 var errUnchecked = fmt.Errorf("%w: a batch lies beyond what this process has checked", ErrNoFileSlices)
 
-// sysFiler is implemented by a File backed by an OS file, whose descriptor can be handed
-// to the kernel (sendfile) instead of reading the bytes.
+// sysFiler is implemented by a File backed by an OS file, whose descriptor can be
+// duplicated and handed to the kernel (sendfile) instead of reading the bytes.
 type sysFiler interface {
-	SysFile() *os.File
+	dupSysFile() (*os.File, error)
 }
 
 // FileSlice is Len bytes of File from position Pos: one stored batch.
@@ -126,7 +126,7 @@ func (l *Log) sliceSegmentBatches(pn pinned, sel *batchSelection, out *BatchSlic
 			return errUnchecked
 		}
 		if dup == nil {
-			if dup, err = dupFile(sf.SysFile()); err != nil {
+			if dup, err = sf.dupSysFile(); err != nil {
 				return errors.Join(ErrNoFileSlices, err)
 			}
 			out.files = append(out.files, dup)

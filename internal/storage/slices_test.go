@@ -220,7 +220,7 @@ func (f *sysCountingFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-func (f *sysCountingFile) SysFile() *os.File { return f.File.(sysFiler).SysFile() }
+func (f *sysCountingFile) dupSysFile() (*os.File, error) { return f.File.(sysFiler).dupSysFile() }
 
 // Finding the batches of large entries reads their headers, not their payloads.
 func TestReadBatchSlicesReadsHeadersOnly(t *testing.T) {

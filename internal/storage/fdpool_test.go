@@ -1,0 +1,245 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// TestMain runs the package's tests with a budget of 16 descriptors, so that every test on
+// the real filesystem also runs with its files' descriptors closed and reopened under it.
+func TestMain(m *testing.M) {
+	defaultPool.mu.Lock()
+	defaultPool.budget = 16
+	defaultPool.mu.Unlock()
+	os.Exit(m.Run())
+}
+
+func poolFS(budget int) (osFS, *fdPool) {
+	p := newFDPool(budget)
+	return osFS{pool: p}, p
+}
+
+func (p *fdPool) held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.open
+}
+
+func writeAndSync(t *testing.T, f File, data []byte) {
+	t.Helper()
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readAll(t *testing.T, f File) []byte {
+	t.Helper()
+	n, err := f.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, n)
+	if err := readFull(f, b, 0); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Many open files hold at most the budget's descriptors once synced, and each still reads
+// back what was written to it.
+func TestPoolKeepsTheBudgetAndReopens(t *testing.T) {
+	fs, p := poolFS(16)
+	dir := t.TempDir()
+	var files []File
+	for i := range 100 {
+		f, err := fs.OpenFile(filepath.Join(dir, fmt.Sprint(i)), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeAndSync(t, f, []byte(fmt.Sprintf("file %d", i)))
+		files = append(files, f)
+		if p.held() > 16 {
+			t.Fatalf("%d descriptors held after %d files, budget 16", p.held(), i+1)
+		}
+	}
+	for i, f := range files {
+		if got := string(readAll(t, f)); got != fmt.Sprintf("file %d", i) {
+			t.Fatalf("file %d reads %q", i, got)
+		}
+		if p.held() > 16 {
+			t.Fatalf("%d descriptors held, budget 16", p.held())
+		}
+	}
+	for _, f := range files {
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.held() != 0 {
+		t.Fatalf("%d descriptors held after every file closed", p.held())
+	}
+}
+
+// A file with writes not yet synced keeps its descriptor beyond the budget; a Sync lets
+// it go.
+func TestPoolKeepsUnsyncedFilesOpen(t *testing.T) {
+	fs, p := poolFS(16)
+	dir := t.TempDir()
+	var files []File
+	for i := range 40 {
+		f, err := fs.OpenFile(filepath.Join(dir, fmt.Sprint(i)), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("unsynced"), 0); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if p.held() != 40 {
+		t.Fatalf("%d descriptors held for 40 files with unsynced writes, want 40", p.held())
+	}
+	for _, f := range files {
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.held() > 16 {
+		t.Fatalf("%d descriptors held once synced, budget 16", p.held())
+	}
+}
+
+// evictAll closes every idle descriptor of p.
+func evictAll(p *fdPool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.budget
+	p.budget = 0
+	p.evictLocked(0)
+	p.budget = b
+}
+
+// A file removed, or renamed over, through the FS keeps reading its own bytes; one renamed
+// through it is reopened under its new name; one replaced behind the FS's back fails
+// instead of reading another file.
+func TestPoolFollowsRemovesAndRenames(t *testing.T) {
+	fs, p := poolFS(16)
+	dir := t.TempDir()
+	open := func(name, content string) File {
+		f, err := fs.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeAndSync(t, f, []byte(content))
+		return f
+	}
+	removed := open("removed", "removed's bytes")
+	evictAll(p)
+	if err := fs.Remove(filepath.Join(dir, "removed")); err != nil {
+		t.Fatal(err)
+	}
+	open("removed", "a new file of that name")
+	evictAll(p)
+	if got := string(readAll(t, removed)); got != "removed's bytes" {
+		t.Fatalf("a removed file reads %q", got)
+	}
+
+	moved := open("a", "a's bytes")
+	over := open("b", "b's bytes")
+	evictAll(p)
+	if err := fs.Rename(filepath.Join(dir, "a"), filepath.Join(dir, "b")); err != nil {
+		t.Fatal(err)
+	}
+	open("a", "a new a")
+	evictAll(p)
+	if got := string(readAll(t, moved)); got != "a's bytes" {
+		t.Fatalf("a renamed file reads %q", got)
+	}
+	if got := string(readAll(t, over)); got != "b's bytes" {
+		t.Fatalf("a file renamed over reads %q", got)
+	}
+
+	behind := open("behind", "the first bytes")
+	evictAll(p)
+	if err := os.Remove(filepath.Join(dir, "behind")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "behind"), []byte("other bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := behind.ReadAt(make([]byte, 4), 0); !errors.Is(err, errFileReplaced) {
+		t.Fatalf("reading a file replaced behind the FS: %v, want errFileReplaced", err)
+	}
+
+	// Removing a directory pins the files in it.
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inSub, err := fs.OpenFile(filepath.Join(sub, "f"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAndSync(t, inSub, []byte("in a removed directory"))
+	evictAll(p)
+	if err := fs.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	evictAll(p)
+	if got := string(readAll(t, inSub)); got != "in a removed directory" {
+		t.Fatalf("a file of a removed directory reads %q", got)
+	}
+}
+
+// Concurrent readers, writers and syncers on more files than the budget (run with -race).
+func TestPoolConcurrentUse(t *testing.T) {
+	fs, p := poolFS(16)
+	dir := t.TempDir()
+	const n = 48
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			f, err := fs.OpenFile(filepath.Join(dir, fmt.Sprint(i)), os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			want := bytes.Repeat([]byte{byte(i)}, 512)
+			for round := range 20 {
+				if _, err := f.WriteAt(want, int64(round*512)); err != nil {
+					errs <- err
+					return
+				}
+				if round%4 == 3 {
+					if err := f.Sync(); err != nil {
+						errs <- err
+						return
+					}
+				}
+				got := make([]byte, 512)
+				if _, err := f.ReadAt(got, int64(round*512)); err != nil || !bytes.Equal(got, want) {
+					errs <- fmt.Errorf("file %d round %d: %v", i, round, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if p.held() != 0 {
+		t.Fatalf("%d descriptors held after every file closed", p.held())
+	}
+}
