@@ -60,6 +60,39 @@ waitport() {
 	echo "port $1 did not open" >&2
 	exit 1
 }
+tick=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# produce_counted OUT_NAME PIDS… -- ARGS…: one `bench produce` run (2 s warm-up) with the
+# brokers' CPU ticks (utime+stime, summed over PIDS) counted from the warm-up's end to the
+# run's, written to OUT_NAME-cpu.txt as "TICKS CLK_TCK", and the load generator's own CPU
+# (user and system seconds, warm-up included) to OUT_NAME-gen.txt.
+produce_counted() {
+	local name=$1 c0f=$OUT/$1-cpu0.txt c1=0 p ps=()
+	shift
+	while [ "$1" != -- ]; do ps+=("$1"); shift; done
+	shift
+	rm -f "$c0f"
+	(sleep 2; c=0; for p in "${ps[@]}"; do c=$((c + $(cpu_ticks "$p"))); done; echo $c >"$c0f") &
+	local sampler=$!
+	local TIMEFORMAT='%U %S'
+	{ time "$B" bench produce "$@" --json >"$OUT/$name.json" 2>/dev/null; } 2>"$OUT/$name-gen.txt"
+	wait "$sampler"
+	for p in "${ps[@]}"; do c1=$((c1 + $(cpu_ticks "$p"))); done
+	echo "$((c1 - $(cat "$c0f"))) $tick" >"$OUT/$name-cpu.txt"
+	rm -f "$c0f"
+}
+# epochs PORT…: the sum over partitions of the highest leader epoch (Raft term) the
+# brokers' /metrics report: it rises by one per election.
+epochs() {
+	for port in "$@"; do curl -s 127.0.0.1:"$port"/metrics; done | /usr/bin/python3 -c '
+import re, sys
+top = {}
+for line in sys.stdin:
+    m = re.match(r"cairn_partition_leader_epoch\{([^}]*)\} (\S+)", line)
+    if m:
+        top[m.group(1)] = max(top.get(m.group(1), 0), float(m.group(2)))
+print(int(sum(top.values())))'
+}
 disk() { "$B" bench disk --dir "$1" --size 8GiB --duration "$2" --json >"$OUT/$3.json" 2>/dev/null; }
 profile() { curl -s -o "$OUT/$2.pprof" "http://$1/debug/pprof/profile?seconds=$3"; curl -s -o "$OUT/$2-heap.pprof" "http://$1/debug/pprof/heap"; }
 
@@ -91,7 +124,7 @@ single() {
 			local acks=all
 			[ "$m" = acks1 ] && acks=1
 			# Each mode's topic is named by its first letter: s, w, a.
-			"$B" bench produce -b $BR -t "${m:0:1}$r" --acks $acks --duration 12s --json >"$OUT/s-$m-$r.json" 2>/dev/null
+			produce_counted "s-$m-$r" "${pids[0]}" -- -b $BR -t "${m:0:1}$r" --acks $acks --duration 12s
 			[ -n "$cp" ] && wait "$cp"
 			disk "$d" 12s "s-disk-$r-$k"
 		done
@@ -142,7 +175,9 @@ cluster() {
 				for i in 1 2 3; do grep VmRSS /proc/"${pids[$((i - 1))]}"/status >"$OUT/cluster-rss-$i.txt"; done) &
 			cp=$!
 		fi
-		"$B" bench produce -b $BR -t "r$r" --duration 15s --json >"$OUT/r-strict-$r.json" 2>/dev/null
+		epochs 41644 42644 43644 >"$OUT/r-strict-$r-epochs.txt"
+		produce_counted "r-strict-$r" "${pids[@]}" -- -b $BR -t "r$r" --duration 15s
+		epochs 41644 42644 43644 >>"$OUT/r-strict-$r-epochs.txt"
 		[ -n "$cp" ] && wait "$cp"
 		disk "$d" 15s "r-disk-$r-1"
 		"$B" topic delete "r$r" -b $BR >/dev/null

@@ -11,11 +11,18 @@
 # default 4; the broker's CPU is counted for the read alone), followed by a `bench tcp` run.
 # The broker must have written the data itself: after a restart it serves batches it has not
 # checked yet without sendfile (durability.md), which is another path.
-# Usage: scripts/bench_ab.sh [--consume] OLD_BINARY NEW_BINARY [ROUNDS]   (default 4 rounds)
-# Port 32092-32644 on 127.0.0.1 must be free; data goes under $WORK.
+# With --cluster it compares three brokers of one binary, RF=3: acks=all for 15 s into 8
+# partitions, the CPU of the three brokers together per produced GB divided by three (per
+# broker), produce ÷ (disk ÷ 3), and the elections during the run (the sum over partitions
+# of the leader epoch's rise, read from /metrics before and after: a saturating load must
+# cause none).
+# Usage: scripts/bench_ab.sh [--consume|--cluster] OLD_BINARY NEW_BINARY [ROUNDS]   (default 4 rounds)
+# Ports 32092-32644 (and 33092-35644 with --cluster) on 127.0.0.1 must be free; data goes
+# under $WORK.
 set -uo pipefail
 MODE=produce
 if [ "${1:-}" = --consume ]; then MODE=consume; shift; fi
+if [ "${1:-}" = --cluster ]; then MODE=cluster; shift; fi
 A=${1:?usage: $0 OLD_BINARY NEW_BINARY [ROUNDS]}
 B=${2:?usage: $0 OLD_BINARY NEW_BINARY [ROUNDS]}
 ROUNDS=${3:-4}
@@ -25,7 +32,8 @@ BR=127.0.0.1:32092
 mkdir -p "$OUT"
 tick=$(getconf CLK_TCK)
 pid=""
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null' EXIT
+pids=()
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 waitport() {
@@ -93,6 +101,55 @@ consume_one() {
 	rm -rf "$WORK/data"
 	"$B" bench tcp --duration 8s --json >"$o-tcp.json" 2>/dev/null
 	report "$2" "$3" "$o.json" "$o-tcp.json" $((c1 - c0))
+}
+
+# epochs: the sum over partitions of the highest leader epoch any of the three brokers
+# reports (each partition's Raft term: it rises by one per election)
+epochs() {
+	for i in 3 4 5; do curl -s 127.0.0.1:3${i}644/metrics; done | /usr/bin/python3 -c '
+import re, sys
+top = {}
+for line in sys.stdin:
+    m = re.match(r"cairn_partition_leader_epoch\{([^}]*)\} (\S+)", line)
+    if m:
+        top[m.group(1)] = max(top.get(m.group(1), 0), float(m.group(2)))
+print(int(sum(top.values())))'
+}
+
+# cluster_one BINARY LABEL ROUND: three brokers, RF=3 acks=all, then a disk run
+cluster_one() {
+	local o=$OUT/$2-$3 c0=0 c1=0 e0 e1 p brs=127.0.0.1:33092,127.0.0.1:34092,127.0.0.1:35092
+	local seeds=127.0.0.1:33093,127.0.0.1:34093,127.0.0.1:35093
+	rm -rf "$WORK/data"
+	pids=()
+	for i in 3 4 5; do
+		mkdir -p "$WORK/data/d$i"
+		"$1" start --node-id $((i - 2)) --data-dir "$WORK/data/d$i" --kafka-addr 127.0.0.1:3${i}092 \
+			--rpc-addr 127.0.0.1:3${i}093 --admin-addr 127.0.0.1:3${i}644 --seeds $seeds >"$o-$i.log" 2>&1 &
+		pids+=($!)
+	done
+	for i in 3 4 5; do waitport 3${i}092; done
+	"$B" topic create t -p 8 -r 3 -b $brs >/dev/null
+	sleep 3 # the partitions' first elections
+	e0=$(epochs)
+	for p in "${pids[@]}"; do c0=$((c0 + $(cpu_ticks "$p"))); done
+	"$B" bench produce -b $brs -t t --acks all --duration 15s --warmup 0s --json >"$o.json" 2>/dev/null
+	for p in "${pids[@]}"; do c1=$((c1 + $(cpu_ticks "$p"))); done
+	e1=$(epochs)
+	kill "${pids[@]}"
+	wait "${pids[@]}" 2>/dev/null
+	pids=()
+	"$B" bench disk --dir "$WORK/data" --size 8GiB --duration 15s --json >"$o-disk.json" 2>/dev/null
+	rm -rf "$WORK/data"
+	/usr/bin/python3 - "$2" "$3" "$o.json" "$o-disk.json" $((c1 - c0)) "$tick" $((e1 - e0)) <<'EOF2'
+import json, sys
+label, rnd, run_f, disk_f, ticks, tick, elections = sys.argv[1:]
+run, disk = json.load(open(run_f)), json.load(open(disk_f))
+cpu, gb = int(ticks) / int(tick) / 3, run["bytes"] / 1e9
+print(f"{label} round {rnd}: 3 brokers {run['mb_per_s']:.1f} MB/s, disk {disk['mb_per_s']:.1f} MB/s, "
+      f"ratio to disk/3 {run['mb_per_s'] * 3 / disk['mb_per_s']:.2f}, {cpu:.2f} CPU-s per broker for "
+      f"{gb:.2f} GB = {cpu / gb:.2f} CPU-s/GB per broker, elections {elections}, errors {run['errors']}")
+EOF2
 }
 
 for r in $(seq 1 "$ROUNDS"); do

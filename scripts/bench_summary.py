@@ -22,6 +22,29 @@ def load(name):
         return json.load(f)
 
 
+def cpu_per_gb(name, brokers=1):
+    """Broker CPU-seconds per produced GB (per broker), from NAME-cpu.txt; None if absent."""
+    path = os.path.join(out, name + "-cpu.txt")
+    run = load(name)
+    if run is None or not os.path.exists(path) or run["bytes"] == 0:
+        return None
+    with open(path) as f:
+        ticks, tick = (int(v) for v in f.read().split())
+    return ticks / tick / brokers / (run["bytes"] / 1e9)
+
+
+def generator_share(name):
+    """The load generator's CPU over its run (warm-up included), as a share of the cores."""
+    path = os.path.join(out, name + "-gen.txt")
+    run = load(name)
+    if run is None or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        user, system = (float(v) for v in f.read().split())
+    wall = run["duration_s"] + run["parameters"].get("warmup_s", 0)
+    return (user + system) / wall / os.cpu_count()
+
+
 def show(label, ratios, extra=""):
     if ratios:
         print(f"{label}: median {statistics.median(ratios):.2f} (runs {', '.join(f'{r:.2f}' for r in ratios)}){extra}")
@@ -43,7 +66,11 @@ for r in (1, 2, 3):
         single[mode].append(run["mb_per_s"] / disk)
         print(f"1 broker {mode:6} round {r}: {run['mb_per_s']:7.1f} MB/s, disk {disk:6.1f} MB/s, "
               f"ratio {run['mb_per_s'] / disk:.2f}, p50 {run['p50_ms']:.0f} ms, p99 {run['p99_ms']:.0f} ms, errors {run['errors']}")
-show("1 broker acks=all strict ÷ disk (goal >= 0.75)", single["strict"])
+show("1 broker acks=all strict ÷ disk (goal >= 0.9)", single["strict"])
+cpu = [c for r in (1, 2, 3) if (c := cpu_per_gb(f"s-strict-{r}")) is not None]
+show("1 broker acks=all strict, broker CPU-s per produced GB (goal <= 2.0)", cpu)
+gen = [g for r in (1, 2, 3) if (g := generator_share(f"s-strict-{r}")) is not None]
+show("1 broker acks=all strict, the load generator's share of the cores", gen)
 show("1 broker write caching ÷ disk", single["wc"])
 show("1 broker acks=1 ÷ disk", single["acks1"])
 
@@ -78,6 +105,17 @@ for r in (1, 2, 3):
     print(f"3 brokers RF=3 round {r}: {run['mb_per_s']:6.1f} MB/s, disk÷3 {third:6.1f} MB/s, "
           f"p50 {run['p50_ms']:.0f} ms, p99 {run['p99_ms']:.0f} ms, errors {run['errors']}")
 show("3 brokers RF=3 acks=all ÷ (disk ÷ 3) (goal >= 0.6)", cluster)
+cpu = [c for r in (1, 2, 3) if (c := cpu_per_gb(f"r-strict-{r}", brokers=3)) is not None]
+show("3 brokers RF=3 acks=all, CPU-s per produced GB per broker", cpu)
+elections = []
+for r in (1, 2, 3):
+    path = os.path.join(out, f"r-strict-{r}-epochs.txt")
+    if os.path.exists(path):
+        with open(path) as f:
+            before, after = (int(v) for v in f.read().split())
+        elections.append(after - before)
+if elections:
+    print(f"3 brokers RF=3 acks=all, elections during the saturating runs: {elections} (goal: none)")
 for name in ("r-acks1", "r-rate20k", "r-rate40k"):
     run = load(name)
     if run is not None:
