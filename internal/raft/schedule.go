@@ -12,7 +12,8 @@ import (
 type workQueue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	items  []*group
+	items  []*group // queued from items[head]
+	head   int
 	closed bool
 }
 
@@ -29,7 +30,7 @@ func (q *workQueue) push(g *group) {
 func (q *workQueue) pop(dst []*group, n int) []*group {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.items) == 0 && !q.closed {
+	for len(q.items) == q.head && !q.closed {
 		q.cond.Wait()
 	}
 	if q.closed {
@@ -45,12 +46,23 @@ func (q *workQueue) take(dst []*group, n int) []*group {
 	return q.takeLocked(dst, n)
 }
 
+// takeLocked takes from the head without moving what stays: with tens of thousands of
+// groups queued (every group of a large host has work after a tick), shifting the rest on
+// every take cost a copy of the whole queue per take. The taken part is reclaimed once it
+// is half the slice.
 func (q *workQueue) takeLocked(dst []*group, n int) []*group {
-	n = min(n, len(q.items))
-	dst = append(dst, q.items[:n]...)
-	rest := copy(q.items, q.items[n:])
-	clear(q.items[rest:])
-	q.items = q.items[:rest]
+	n = min(n, len(q.items)-q.head)
+	dst = append(dst, q.items[q.head:q.head+n]...)
+	clear(q.items[q.head : q.head+n])
+	q.head += n
+	switch {
+	case q.head == len(q.items):
+		q.items, q.head = q.items[:0], 0
+	case q.head >= 256 && 2*q.head >= len(q.items):
+		rest := copy(q.items, q.items[q.head:])
+		clear(q.items[rest:])
+		q.items, q.head = q.items[:rest], 0
+	}
 	return dst
 }
 

@@ -56,3 +56,37 @@ func TestWorkerRoundSendsBeforeGroupRunsAgain(t *testing.T) {
 		t.Fatalf("queued after the round: %d groups, want group 1", len(again))
 	}
 }
+
+// The work queue is first in, first out however takes and pushes interleave, and takes
+// from a long queue do not hold on to what they took.
+func TestWorkQueueOrder(t *testing.T) {
+	var q workQueue
+	q.init()
+	groups := make([]*group, 5000)
+	for i := range groups {
+		groups[i] = &group{id: uint64(i)}
+	}
+	next, pushed := 0, 0
+	for next < len(groups) {
+		for range 11 {
+			if pushed < len(groups) {
+				q.push(groups[pushed])
+				pushed++
+			}
+		}
+		for _, g := range q.take(nil, 7) {
+			if g.id != uint64(next) {
+				t.Fatalf("took group %d, want %d", g.id, next)
+			}
+			next++
+		}
+	}
+	if got := q.take(nil, 7); len(got) != 0 {
+		t.Fatalf("an empty queue gave %d groups", len(got))
+	}
+	for i, g := range q.items[:cap(q.items)] {
+		if g != nil {
+			t.Fatalf("the drained queue still holds group %d at %d", g.id, i)
+		}
+	}
+}
