@@ -21,7 +21,25 @@ BR=127.0.0.1:44092,127.0.0.1:45092,127.0.0.1:46092
 SEEDS=127.0.0.1:44093,127.0.0.1:45093,127.0.0.1:46093
 tick=$(getconf CLK_TCK)
 pids=(0 0 0 0)
-trap 'for p in "${pids[@]}"; do [ "$p" != 0 ] && kill "$p" 2>/dev/null; done; wait 2>/dev/null' EXIT
+# cleanup stops the brokers, with SIGKILL after 30 s (a graceful stop hands leaderships
+# over first, which takes long with tens of thousands of them)
+cleanup() {
+	local p alive
+	for p in "${pids[@]}"; do [ "$p" != 0 ] && kill "$p" 2>/dev/null; done
+	for _ in $(seq 1 100); do
+		alive=0
+		for p in "${pids[@]}"; do [ "$p" != 0 ] && kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 0 ] && break
+		sleep 0.3
+	done
+	for p in "${pids[@]}"; do [ "$p" != 0 ] && kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
+trap cleanup EXIT
+if (echo >/dev/tcp/127.0.0.1/44092) 2>/dev/null; then
+	echo "port 44092 is in use: is an earlier run's broker still stopping?" >&2
+	exit 1
+fi
 say() { echo "$*" | tee -a "$OUT/idle-summary.txt"; }
 start() { # start I: broker I (1-3) on its folder
 	local i=$1
