@@ -61,7 +61,8 @@ waitport() {
 	exit 1
 }
 tick=$(getconf CLK_TCK)
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# shellcheck source=bench_lib.sh
+. scripts/bench_lib.sh
 # produce_counted OUT_NAME PIDS… -- ARGS…: one `bench produce` run (2 s warm-up) with the
 # brokers' CPU ticks (utime+stime, summed over PIDS) counted from the warm-up's end to the
 # run's, written to OUT_NAME-cpu.txt as "TICKS CLK_TCK", and the load generator's own CPU
@@ -80,18 +81,6 @@ produce_counted() {
 	for p in "${ps[@]}"; do c1=$((c1 + $(cpu_ticks "$p"))); done
 	echo "$((c1 - $(cat "$c0f"))) $tick" >"$OUT/$name-cpu.txt"
 	rm -f "$c0f"
-}
-# epochs PORT…: the sum over partitions of the highest leader epoch (Raft term) the
-# brokers' /metrics report: it rises by one per election.
-epochs() {
-	for port in "$@"; do curl -s 127.0.0.1:"$port"/metrics; done | /usr/bin/python3 -c '
-import re, sys
-top = {}
-for line in sys.stdin:
-    m = re.match(r"cairn_partition_leader_epoch\{([^}]*)\} (\S+)", line)
-    if m:
-        top[m.group(1)] = max(top.get(m.group(1), 0), float(m.group(2)))
-print(int(sum(top.values())))'
 }
 disk() { "$B" bench disk --dir "$1" --size 8GiB --duration "$2" --json >"$OUT/$3.json" 2>/dev/null; }
 profile() { curl -s -o "$OUT/$2.pprof" "http://$1/debug/pprof/profile?seconds=$3"; curl -s -o "$OUT/$2-heap.pprof" "http://$1/debug/pprof/heap"; }

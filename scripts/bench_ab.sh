@@ -35,7 +35,8 @@ pid=""
 pids=()
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# shellcheck source=bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"
 waitport() {
 	for _ in $(seq 1 150); do
 		(echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
@@ -103,19 +104,6 @@ consume_one() {
 	report "$2" "$3" "$o.json" "$o-tcp.json" $((c1 - c0))
 }
 
-# epochs: the sum over partitions of the highest leader epoch any of the three brokers
-# reports (each partition's Raft term: it rises by one per election)
-epochs() {
-	for i in 3 4 5; do curl -s 127.0.0.1:3${i}644/metrics; done | /usr/bin/python3 -c '
-import re, sys
-top = {}
-for line in sys.stdin:
-    m = re.match(r"cairn_partition_leader_epoch\{([^}]*)\} (\S+)", line)
-    if m:
-        top[m.group(1)] = max(top.get(m.group(1), 0), float(m.group(2)))
-print(int(sum(top.values())))'
-}
-
 # cluster_one BINARY LABEL ROUND: three brokers, RF=3 acks=all, then a disk run
 cluster_one() {
 	local o=$OUT/$2-$3 c0=0 c1=0 e0 e1 p brs=127.0.0.1:33092,127.0.0.1:34092,127.0.0.1:35092
@@ -131,11 +119,11 @@ cluster_one() {
 	for i in 3 4 5; do waitport 3${i}092; done
 	"$B" topic create t -p 8 -r 3 -b $brs >/dev/null
 	sleep 3 # the partitions' first elections
-	e0=$(epochs)
+	e0=$(epochs 33644 34644 35644)
 	for p in "${pids[@]}"; do c0=$((c0 + $(cpu_ticks "$p"))); done
 	"$B" bench produce -b $brs -t t --acks all --duration 15s --warmup 0s --json >"$o.json" 2>/dev/null
 	for p in "${pids[@]}"; do c1=$((c1 + $(cpu_ticks "$p"))); done
-	e1=$(epochs)
+	e1=$(epochs 33644 34644 35644)
 	kill "${pids[@]}"
 	wait "${pids[@]}" 2>/dev/null
 	pids=()
