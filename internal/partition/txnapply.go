@@ -1,6 +1,9 @@
 package partition
 
 import (
+	"context"
+	"log/slog"
+
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/cairn-io/cairn/internal/recordbatch"
@@ -30,7 +33,14 @@ func (p *Partition) applyCommitted(_ uint64, ents []*raftpb.Entry) {
 		if err != nil {
 			from = p.log.LogStartOffset()
 		}
-		p.lg.Info("transaction index: entries skipped by a snapshot; starting afresh", "from_index", first, "from_offset", from)
+		// A new replica's first entries (its bootstrap configuration) are never applied
+		// here either: starting afresh at offset 0 skips no record, and is not worth one
+		// INFO line per partition created.
+		level := slog.LevelInfo
+		if from == 0 {
+			level = slog.LevelDebug
+		}
+		p.lg.Log(context.Background(), level, "transaction index: entries skipped by a snapshot; starting afresh", "from_index", first, "from_offset", from)
 		p.txns = newTxnIndex(from)
 	}
 	p.txnFed = ents[len(ents)-1].GetIndex()
