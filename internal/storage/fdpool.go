@@ -301,6 +301,11 @@ func (pf *pooledFile) Sync() error {
 	p := pf.p
 	p.mu.Lock()
 	covers := pf.done
+	if pf.f == nil && !pf.closed && pf.synced == pf.started {
+		// Closed for the budget, so every write to it was synced: nothing to reopen for.
+		p.mu.Unlock()
+		return nil
+	}
 	p.mu.Unlock()
 	f, err := pf.acquire(false)
 	if err != nil {
