@@ -614,9 +614,36 @@ func (b *Broker) SetTopicConfig(name string, overrides map[string]string) *Error
 	return err
 }
 
+// ReplaceTopicConfigIf replaces a topic's overrides with already validated values, if they
+// are still exactly expect (what the caller built them from); otherwise it changes nothing
+// and returns an error for which IsConfigChanged holds, once this broker's replica shows
+// the change that came between.
+func (b *Broker) ReplaceTopicConfigIf(name string, expect, overrides map[string]string) *Error {
+	if _, ok := b.state().Topic(name); !ok {
+		return errorf(kerr.UnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	_, err := b.propose(controller.SetTopicConfig{Name: name, Overrides: overrides, Replace: true,
+		IfUnchanged: true, Expect: expect})
+	return err
+}
+
+// IsConfigChanged reports whether err is ReplaceTopicConfigIf's or
+// ReplaceClusterConfigIf's refusal of a change built from overrides that have moved on.
+func IsConfigChanged(err *Error) bool { return err != nil && err.Code == controller.ErrConfigChanged }
+
 // SetClusterConfig replaces the cluster overrides with already validated values.
 func (b *Broker) SetClusterConfig(overrides map[string]string) *Error {
-	if _, err := b.propose(controller.SetClusterConfig{Overrides: overrides, Replace: true}); err != nil {
+	return b.setClusterConfig(controller.SetClusterConfig{Overrides: overrides, Replace: true})
+}
+
+// ReplaceClusterConfigIf is ReplaceTopicConfigIf for the cluster overrides.
+func (b *Broker) ReplaceClusterConfigIf(expect, overrides map[string]string) *Error {
+	return b.setClusterConfig(controller.SetClusterConfig{Overrides: overrides, Replace: true,
+		IfUnchanged: true, Expect: expect})
+}
+
+func (b *Broker) setClusterConfig(cmd controller.SetClusterConfig) *Error {
+	if _, err := b.propose(cmd); err != nil {
 		return err
 	}
 	select {

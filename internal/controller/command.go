@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Version is the encoding version of commands and snapshots. A decoder refuses a higher
@@ -122,20 +124,32 @@ type CreatePartitions struct {
 
 // SetTopicConfig changes a topic's config overrides: with Replace the overrides become
 // exactly Overrides (AlterConfigs); otherwise Overrides are set and Delete removed
-// (IncrementalAlterConfigs).
+// (IncrementalAlterConfigs). With IfUnchanged the change applies only while the overrides
+// are still exactly Expect, and is rejected with ErrConfigChanged otherwise: a broker builds
+// the new set from its own replica's view, which may lag a change made through another
+// broker, and an unconditional replace would silently undo that change.
 type SetTopicConfig struct {
-	Name      string            `json:"name"`
-	Overrides map[string]string `json:"overrides,omitempty"`
-	Delete    []string          `json:"delete,omitempty"`
-	Replace   bool              `json:"replace,omitempty"`
+	Name        string            `json:"name"`
+	Overrides   map[string]string `json:"overrides,omitempty"`
+	Delete      []string          `json:"delete,omitempty"`
+	Replace     bool              `json:"replace,omitempty"`
+	IfUnchanged bool              `json:"if_unchanged,omitempty"`
+	Expect      map[string]string `json:"expect,omitempty"`
 }
 
 // SetClusterConfig changes the cluster config overrides, as SetTopicConfig does a topic's.
 type SetClusterConfig struct {
-	Overrides map[string]string `json:"overrides,omitempty"`
-	Delete    []string          `json:"delete,omitempty"`
-	Replace   bool              `json:"replace,omitempty"`
+	Overrides   map[string]string `json:"overrides,omitempty"`
+	Delete      []string          `json:"delete,omitempty"`
+	Replace     bool              `json:"replace,omitempty"`
+	IfUnchanged bool              `json:"if_unchanged,omitempty"`
+	Expect      map[string]string `json:"expect,omitempty"`
 }
+
+// ErrConfigChanged rejects a SetTopicConfig or SetClusterConfig with IfUnchanged whose
+// Expect no longer holds. The proposer's replica has applied the rejection, and so every
+// change before it: building the change again from that replica's view is current.
+var ErrConfigChanged = kerr.InvalidUpdateVersion
 
 // AllocateProducerIDBlock hands a broker the next Size producer ids; Result.ProducerIDs
 // holds the block.

@@ -60,9 +60,11 @@ func genCommand(t *rapid.T) Command {
 	case 5:
 		return CreatePartitions{Name: topic.Draw(t, "topic"), NewAssignment: assignment.Draw(t, "assignment")}
 	case 6:
-		return SetTopicConfig{Name: topic.Draw(t, "topic"), Overrides: configs.Draw(t, "set"), Delete: keys.Draw(t, "delete"), Replace: rapid.Bool().Draw(t, "replace")}
+		return SetTopicConfig{Name: topic.Draw(t, "topic"), Overrides: configs.Draw(t, "set"), Delete: keys.Draw(t, "delete"), Replace: rapid.Bool().Draw(t, "replace"),
+			IfUnchanged: rapid.Bool().Draw(t, "if unchanged"), Expect: configs.Draw(t, "expect")}
 	case 7:
-		return SetClusterConfig{Overrides: configs.Draw(t, "set"), Delete: keys.Draw(t, "delete"), Replace: rapid.Bool().Draw(t, "replace")}
+		return SetClusterConfig{Overrides: configs.Draw(t, "set"), Delete: keys.Draw(t, "delete"), Replace: rapid.Bool().Draw(t, "replace"),
+			IfUnchanged: rapid.Bool().Draw(t, "if unchanged"), Expect: configs.Draw(t, "expect")}
 	case 8:
 		return AllocateProducerIDBlock{Broker: brokerID.Draw(t, "broker"), Size: rapid.Int32Range(-1, 100).Draw(t, "size")}
 	case 9:

@@ -531,6 +531,9 @@ func (s *State) setTopicConfig(c *SetTopicConfig) *applyErr {
 	if e := checkConfigKeys(c.Overrides, c.Delete); e != nil {
 		return e
 	}
+	if c.IfUnchanged && !maps.Equal(t.Configs, c.Expect) {
+		return reject(ErrConfigChanged, "topic %q's config changed since the change was built", c.Name)
+	}
 	patch(t.Configs, c.Overrides, c.Delete, c.Replace)
 	return nil
 }
@@ -538,6 +541,9 @@ func (s *State) setTopicConfig(c *SetTopicConfig) *applyErr {
 func (s *State) setClusterConfig(c *SetClusterConfig) *applyErr {
 	if e := checkConfigKeys(c.Overrides, c.Delete); e != nil {
 		return e
+	}
+	if c.IfUnchanged && !maps.Equal(s.clusterConfig, c.Expect) {
+		return reject(ErrConfigChanged, "the cluster config changed since the change was built")
 	}
 	patch(s.clusterConfig, c.Overrides, c.Delete, c.Replace)
 	return nil

@@ -194,6 +194,25 @@ func TestCommands(t *testing.T) {
 			{SetClusterConfig{Overrides: map[string]string{"a": "1"}}, nil, ""},
 			{SetClusterConfig{Replace: true}, nil, ""}},
 			check: func(t *testing.T, s *State) { eq(t, s.ClusterConfig(), map[string]string{}) }},
+		{name: "topic config if unchanged", steps: []step{
+			{SetTopicConfig{Name: "t", Overrides: map[string]string{"a": "1"}, Replace: true, IfUnchanged: true}, nil, ""},
+			{SetTopicConfig{Name: "t", Overrides: map[string]string{"a": "1", "b": "2"}, Replace: true, IfUnchanged: true, Expect: map[string]string{"a": "1"}}, nil, ""}},
+			check: func(t *testing.T, s *State) {
+				c, _ := s.TopicConfig("t")
+				eq(t, c, map[string]string{"a": "1", "b": "2"})
+			}},
+		{name: "topic config built from a stale view", steps: []step{
+			{SetTopicConfig{Name: "t", Overrides: map[string]string{"a": "1"}}, nil, ""},
+			{SetTopicConfig{Name: "t", Overrides: map[string]string{"b": "2"}, Replace: true, IfUnchanged: true}, ErrConfigChanged, "changed since"}}},
+		{name: "cluster config built from a stale view", steps: []step{
+			{SetClusterConfig{Overrides: map[string]string{"super.users": "User:admin"}, Replace: true, IfUnchanged: true}, nil, ""},
+			// built from a replica that had not yet applied the line above
+			{SetClusterConfig{Overrides: map[string]string{"authorizer.class.name": "x"}, Replace: true, IfUnchanged: true}, ErrConfigChanged, "changed since"},
+			{SetClusterConfig{Overrides: map[string]string{"super.users": "User:admin", "authorizer.class.name": "x"}, Replace: true,
+				IfUnchanged: true, Expect: map[string]string{"super.users": "User:admin"}}, nil, ""}},
+			check: func(t *testing.T, s *State) {
+				eq(t, s.ClusterConfig(), map[string]string{"super.users": "User:admin", "authorizer.class.name": "x"})
+			}},
 		{name: "cluster config empty name", steps: []step{{SetClusterConfig{Overrides: map[string]string{"": "1"}}, kerr.InvalidConfig, "empty"}}},
 		{name: "producer id blocks", steps: []step{{AllocateProducerIDBlock{Broker: 1, Size: 1000}, nil, ""}, {AllocateProducerIDBlock{Broker: 2, Size: 10}, nil, ""}},
 			check: func(t *testing.T, s *State) { eq(t, s.NextProducerID(), int64(1010)) }},

@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -84,16 +86,35 @@ func handleDescribeConfigs(s *Server, ctx context.Context, kreq kmsg.Request) re
 	return respond(resp)
 }
 
+// alterAttempts bounds how often alterResource builds a change again because the overrides
+// moved on between reading them and the change reaching the controller: each attempt after
+// the first reads a view that holds every change before the refused one.
+const alterAttempts = 5
+
 // alterResource validates a resource's complete new set of overrides and, unless
-// validateOnly, stores it. All of a resource's changes apply, or none does.
+// validateOnly, stores it. All of a resource's changes apply, or none does. The new set is
+// built from this broker's view of the current one and stored only if that view still
+// holds when the change is applied, so two alters through different brokers (kadm sends
+// each to any broker) never undo each other.
 func (s *Server) alterResource(rtype kmsg.ConfigResourceType, name string, build func(current map[string]string, validate func(string, string) (string, error)) (map[string]string, error), validateOnly bool) *broker.Error {
+	var err *broker.Error
+	for attempt := range alterAttempts {
+		if err = s.alterResourceOnce(rtype, name, build, validateOnly, attempt); !broker.IsConfigChanged(err) {
+			return err
+		}
+	}
+	err.Msg += fmt.Sprintf(" (%d attempts, each meeting a concurrent change; try again)", alterAttempts)
+	return err
+}
+
+func (s *Server) alterResourceOnce(rtype kmsg.ConfigResourceType, name string, build func(current map[string]string, validate func(string, string) (string, error)) (map[string]string, error), validateOnly bool, attempt int) *broker.Error {
 	switch rtype {
 	case kmsg.ConfigResourceTypeTopic:
 		cur, _, ok := s.b.TopicConfigOverrides(name)
 		if !ok {
 			return &broker.Error{Code: kerr.UnknownTopicOrPartition, Msg: "topic " + strconv.Quote(name) + " does not exist"}
 		}
-		next, err := build(cur, config.ValidateTopic)
+		next, err := build(maps.Clone(cur), config.ValidateTopic)
 		if err != nil {
 			return &broker.Error{Code: kerr.InvalidConfig, Msg: err.Error()}
 		}
@@ -103,12 +124,14 @@ func (s *Server) alterResource(rtype kmsg.ConfigResourceType, name string, build
 		if validateOnly {
 			return nil
 		}
-		return s.b.SetTopicConfig(name, next)
+		s.hookBeforeConfigChange(attempt)
+		return s.b.ReplaceTopicConfigIf(name, cur, next)
 	case kmsg.ConfigResourceTypeBroker:
 		if err := s.checkBrokerResource(name); err != nil {
 			return err
 		}
-		next, err := build(s.b.ClusterConfigOverrides(), config.ValidateCluster)
+		cur := s.b.ClusterConfigOverrides()
+		next, err := build(maps.Clone(cur), config.ValidateCluster)
 		if err != nil {
 			return &broker.Error{Code: kerr.InvalidConfig, Msg: err.Error()}
 		}
@@ -118,11 +141,18 @@ func (s *Server) alterResource(rtype kmsg.ConfigResourceType, name string, build
 		if validateOnly {
 			return nil
 		}
-		return s.b.SetClusterConfig(next)
+		s.hookBeforeConfigChange(attempt)
+		return s.b.ReplaceClusterConfigIf(cur, next)
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return &broker.Error{Code: kerr.InvalidRequest, Msg: "broker logger levels cannot be changed at run time"}
 	}
 	return &broker.Error{Code: kerr.InvalidRequest, Msg: "only topic and broker resources have configs"}
+}
+
+func (s *Server) hookBeforeConfigChange(attempt int) {
+	if s.beforeConfigChange != nil {
+		s.beforeConfigChange(attempt)
+	}
 }
 
 // handleAlterConfigs is the legacy API: the request's set replaces every override.

@@ -138,6 +138,10 @@ type Server struct {
 	parkedFetches atomic.Int64
 	// sessions are the fetch sessions (KIP-227) of this broker's consumers.
 	sessions *fetchSessions
+	// beforeConfigChange, when set (by tests), runs between reading a resource's overrides
+	// and proposing the change built from them: where a change through another broker
+	// lands unseen.
+	beforeConfigChange func(attempt int)
 
 	mu    sync.Mutex
 	lns   []net.Listener
