@@ -178,8 +178,11 @@ type group struct {
 	quiet                       atomic.Bool
 	quietSeen                   atomic.Uint64
 	pubLead, pubTerm, pubCommit atomic.Uint64
-	qTerm, qCommit              uint64   // ticker-owned: what quiet lists
-	qPeers                      []uint64 // ticker-owned
+	// adoptAsked: the listed commit this follower last asked to adopt (adoptListing),
+	// so that a listing it cannot take is not tried again every listing round.
+	adoptAsked     atomic.Uint64
+	qTerm, qCommit uint64   // ticker-owned: what quiet lists
+	qPeers         []uint64 // ticker-owned
 
 	inMu      sync.Mutex
 	inMsgs    []*pb.Message

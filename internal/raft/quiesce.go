@@ -231,12 +231,46 @@ func (h *Host) onHeartbeat(from uint64, hb *HostHeartbeat) {
 		if g == nil {
 			continue
 		}
-		if g.pubLead.Load() == from && g.pubTerm.Load() == q.Term && g.pubCommit.Load() == q.Commit {
+		lead, term, commit := g.pubLead.Load(), g.pubTerm.Load(), g.pubCommit.Load()
+		if lead == from && term == q.Term && commit == q.Commit {
 			g.quietSeen.Store(now)
-		} else {
-			g.quietSeen.Store(0)
+			continue
+		}
+		g.quietSeen.Store(0)
+		behind := (lead == 0 && commit <= q.Commit) || (lead == from && commit < q.Commit)
+		if behind && term == q.Term && g.adoptAsked.Swap(q.Commit) != q.Commit {
+			g.adoptListing(from, q)
 		}
 	}
+}
+
+// adoptListing lets a follower that is behind a listing only in what it knows (a replica
+// just restarted: it has not heard from the leader yet, and its commit index was persisted
+// lazily) learn the leader and the commit from the listing, as the heartbeat the quiesced
+// leader no longer sends would have told it. Without it, each such follower times out,
+// pre-votes and wakes its leader, and a host restarting with thousands of replicas wakes
+// thousands of groups on its peers at once.
+//
+// The listing proves that from led the group in q.Term and had committed q.Commit, the
+// last index of its log. The follower takes it only at that same term and only if its own
+// log holds an entry of q.Term at q.Commit: by raft's log matching, its log up to there is
+// the leader's, so committing it is what the leader's own heartbeat (which carries
+// min(match, commit)) would do. Anything else is left to raft's election timer.
+func (g *group) adoptListing(from uint64, q QuiescedGroup) {
+	g.queueControl(func(rn *etcdraft.RawNode) {
+		if rn == nil {
+			return
+		}
+		bs := rn.BasicStatus()
+		behind := (bs.Lead == 0 && bs.GetCommit() <= q.Commit) || (bs.Lead == from && bs.GetCommit() < q.Commit)
+		if !behind || bs.RaftState == etcdraft.StateLeader || bs.GetTerm() != q.Term {
+			return
+		}
+		if t, err := g.ls.Term(q.Commit); err != nil || t != q.Term {
+			return
+		}
+		_ = rn.Step(&pb.Message{Type: pb.MsgHeartbeat.Enum(), From: new(from), To: new(g.h.id), Term: new(q.Term), Commit: new(q.Commit)})
+	})
 }
 
 // sendHeartbeats sends every known peer host its coalesced heartbeat for this tick.
