@@ -12,12 +12,12 @@ func (h *Host) Ticking(id uint64) string {
 	if err != nil {
 		return err.Error()
 	}
-	switch s := g.quietSeen.Load(); {
+	switch {
 	case g.solo.Load():
 		return "not ticked (sole voter, leading)"
 	case g.quiet.Load():
 		return "quiesced (leader)"
-	case s != 0 && h.tickNo.Load()-s <= quietSlack:
+	case g.quietFrom.Load() != 0:
 		return "quiet (listed by its leader's host)"
 	}
 	return "ticking"

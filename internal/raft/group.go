@@ -87,7 +87,7 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 	if err != nil {
 		return err
 	}
-	g := &group{id: id, h: h, ls: ls, apply: cfg.Apply, onChange: cfg.OnChange, flushDelay: cfg.FlushDelay,
+	g := &group{id: id, h: h, activePos: -1, ls: ls, apply: cfg.Apply, onChange: cfg.OnChange, flushDelay: cfg.FlushDelay,
 		shareVisible: cfg.ShareVisible, rn: rn,
 		written: map[uint64]uint64{}, acked: ackMap{}}
 	g.applied = ls.ApplyFloor()
@@ -109,6 +109,11 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 	g.pos = len(h.list)
 	h.groups[id] = g
 	h.list = append(h.list, g)
+	h.quiet.mu.Lock()
+	h.quiet.activate(g)
+	// The peers' listings were taken without this replica: have them sent again.
+	h.quiet.staleAllLocked()
+	h.quiet.mu.Unlock()
 	return nil
 }
 
@@ -128,8 +133,11 @@ func (h *Host) RemoveGroup(id uint64) error {
 	last.pos = g.pos
 	h.list[len(h.list)-1] = nil
 	h.list = h.list[:len(h.list)-1]
-	h.mu.Unlock()
 	g.removed.Store(true)
+	h.quiet.mu.Lock()
+	h.quiet.removeLocked(g)
+	h.quiet.mu.Unlock()
+	h.mu.Unlock()
 	g.mu.Lock()
 	g.shutdown(ErrGroupRemoved)
 	g.mu.Unlock()
@@ -171,12 +179,15 @@ type group struct {
 	gated atomic.Bool
 	floor uint64
 
-	// Quiescence (quiesce.go). quiet: led here and quiesced (the ticker skips it and lists
-	// it in its heartbeats). quietSeen: the local tick at which this follower was last
-	// listed by its leader's host (0: not quiet). pub*: the follower's leader, term and
-	// commit for Step's lock-free check of listings.
+	// Quiescence (quiesce.go, listing.go). quiet: led here and quiesced (listed in the
+	// heartbeats). quietFrom: the peer host on whose listing this follower is quiet (0:
+	// none). Both change under quietTable.mu, which also guards activePos (the index in
+	// quietTable.active, -1 while quiet) and listMark. pub*: the follower's leader, term
+	// and commit for Step's lock-free check of listings.
 	quiet                       atomic.Bool
-	quietSeen                   atomic.Uint64
+	quietFrom                   atomic.Uint64
+	activePos                   int
+	listMark                    uint64
 	pubLead, pubTerm, pubCommit atomic.Uint64
 	// adoptAsked: the listed commit this follower last asked to adopt (adoptListing),
 	// so that a listing it cannot take is not tried again every listing round.

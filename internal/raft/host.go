@@ -65,10 +65,11 @@ import (
 //
 // The ticker ticks a group in place (TryLock, Tick, HasReady) and queues it only if the
 // tick produced work; a group's sole voter that leads is not ticked at all. Replicated
-// groups that are idle quiesce (quiesce.go): no replica ticks them, and one coalesced
-// HostHeartbeat per pair of hosts per tick (Batch.Heartbeat) stands in for their
-// per-group raft heartbeats; a follower that stops being listed ticks again, so raft's
-// own election timeout takes over.
+// groups that are idle quiesce (quiesce.go): no replica ticks them, or even visits them
+// (the ticker walks only the active ones, listing.go), and one coalesced HostHeartbeat per
+// pair of hosts per tick (Batch.Heartbeat) stands in for their per-group raft heartbeats;
+// a follower whose listing stops being confirmed ticks again, so raft's own election
+// timeout takes over.
 
 // MessageSender carries a host's traffic to another host. Send must not block for long;
 // it may drop (raft recovers from lost messages). Send takes ownership of b.
@@ -178,7 +179,8 @@ type Host struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
-	tickLens map[uint64]int // ticker-owned: each peer's last listing length (see tickOnce)
+	quiet    quietTable // which groups are quiet, and the listings (listing.go)
+	tickList []*group   // ticker-owned: this round's copy of quiet.active
 
 	ticks   atomic.Uint64 // ticks delivered
 	tickNo  atomic.Uint64 // the ticker's round, from 1 (the clock of peer liveness)
@@ -245,7 +247,8 @@ func newHost(opts HostOptions, clock Clock) *Host {
 		opts.MaxInflightBytes = 8 << 20
 	}
 	h := &Host{opts: opts, id: opts.NodeID, groups: map[uint64]*group{}, stop: make(chan struct{}),
-		clock: clock, tickLens: map[uint64]int{}}
+		clock: clock}
+	h.quiet.init(clock.Now())
 	h.tickNo.Store(1)
 	h.readyQ.init()
 	h.flushQ.init()

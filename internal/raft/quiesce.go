@@ -16,15 +16,18 @@ import (
 // committed and applied, every follower's Match at the last index, every peer host heard
 // from recently, no leadership transfer) quiesces it: the ticker stops ticking the group,
 // so raft sends no per-group heartbeats for it. Instead the host sends every peer host one
-// HostHeartbeat per tick, which every listEvery ticks lists (group, term, commit) for the
-// quiesced groups it leads that the peer is a member of.
+// HostHeartbeat per tick, whose listing names (group, term, commit) for the quiesced groups
+// it leads that the peer is a member of; the listing itself goes only when it changed
+// (listing.go), and the heartbeat in between confirms it.
 //
 // A follower that finds itself listed by the host it follows, at its own term and commit,
-// stops ticking the group while the listings keep coming; if they stop for quietSlack
-// ticks (the leader woke the group, died or is cut off) it ticks again and raft's election
-// timer takes over. A listing that does not match (another term or leader, a commit
-// behind) leaves the follower ticking: at worst it times out, pre-votes, and the pre-vote
-// wakes the leader, whose heartbeats then bring the follower back.
+// stops ticking the group while the heartbeats keep confirming the listing; if they stop
+// for quietSlack ticks (the leader's host died or is cut off) or a new listing leaves the
+// group out (the leader woke it) it ticks again and raft's election timer takes over. A
+// listing that does not match (another term or leader, a commit behind) leaves the
+// follower ticking: at worst it times out, pre-votes, and the pre-vote wakes the leader,
+// whose heartbeats then bring the follower back (a follower that is only behind in what it
+// knows takes the listing instead: adoptListing).
 //
 // Any proposal, control call, conf change, local flush response or raft message other than
 // a same-term heartbeat (or heartbeat response) wakes the group on either side. A quiesced
@@ -36,14 +39,13 @@ const (
 	// quiesceTicks is how long a leader's group must stay idle before it quiesces (its
 	// heartbeats meanwhile carry the commit index to the followers).
 	quiesceTicks = 3
-	// listEvery is how often (in ticks) a host lists its quiesced groups in its
-	// heartbeats; the heartbeat itself (liveness) goes every tick. A listing names every
-	// quiesced group a peer shares, thousands on a busy host: every other tick halves
-	// what idle groups cost.
+	// listEvery is how often (in ticks) at most a host sends a peer its full listing
+	// (while the peer has not taken the current one, or, of an earlier release, always);
+	// the heartbeat itself (liveness) goes every tick.
 	listEvery = 2
-	// quietSlack is how many ticks a follower stays quiet after its last listing (the
-	// hosts' tickers are not aligned, and a listing may be lost: one missed listing still
-	// arrives within it); the same bound says which peers count as live for quiescing.
+	// quietSlack is how many ticks a follower stays quiet after the last heartbeat that
+	// confirmed its listing (the hosts' tickers are not aligned, and a heartbeat may be
+	// lost); the same bound says which peers count as live for quiescing.
 	quietSlack = 2*listEvery + 1
 )
 
@@ -159,9 +161,14 @@ func (g *group) publish() {
 
 // wake un-quiesces the group on both sides (called with g.mu held).
 func (g *group) wake() {
-	g.quiet.Store(false)
-	g.quietSeen.Store(0)
 	g.idle = 0
+	if !g.quiet.Load() && g.quietFrom.Load() == 0 {
+		return
+	}
+	qt := &g.h.quiet
+	qt.mu.Lock()
+	qt.wakeLocked(g)
+	qt.mu.Unlock()
 }
 
 // wakes reports whether an incoming raft message must wake the group.
@@ -187,7 +194,10 @@ func (g *group) tryQuiesce() bool {
 	g.qTerm = g.term
 	g.qCommit = g.rn.BasicStatus().GetCommit()
 	g.qPeers = append(g.qPeers[:0], g.peerIDs...)
-	g.quiet.Store(true)
+	qt := &g.h.quiet
+	qt.mu.Lock()
+	qt.quiesceLocked(g)
+	qt.mu.Unlock()
 	return true
 }
 
@@ -223,27 +233,6 @@ func (g *group) canQuiesce() bool {
 	return ok
 }
 
-// onHeartbeat handles a peer host's coalesced heartbeat (h.mu read-locked).
-func (h *Host) onHeartbeat(from uint64, hb *HostHeartbeat) {
-	now := h.tickNo.Load()
-	for _, q := range hb.Quiesced {
-		g := h.groups[q.Group]
-		if g == nil {
-			continue
-		}
-		lead, term, commit := g.pubLead.Load(), g.pubTerm.Load(), g.pubCommit.Load()
-		if lead == from && term == q.Term && commit == q.Commit {
-			g.quietSeen.Store(now)
-			continue
-		}
-		g.quietSeen.Store(0)
-		behind := (lead == 0 && commit <= q.Commit) || (lead == from && commit < q.Commit)
-		if behind && term == q.Term && g.adoptAsked.Swap(q.Commit) != q.Commit {
-			g.adoptListing(from, q)
-		}
-	}
-}
-
 // adoptListing lets a follower that is behind a listing only in what it knows (a replica
 // just restarted: it has not heard from the leader yet, and its commit index was persisted
 // lazily) learn the leader and the commit from the listing, as the heartbeat the quiesced
@@ -270,15 +259,10 @@ func (g *group) adoptListing(from uint64, q QuiescedGroup) {
 			return
 		}
 		_ = rn.Step(&pb.Message{Type: pb.MsgHeartbeat.Enum(), From: new(from), To: new(g.h.id), Term: new(q.Term), Commit: new(q.Commit)})
+		// Now it matches the listing: have it sent again, to go quiet on it.
+		qt := &g.h.quiet
+		qt.mu.Lock()
+		qt.staleLocked(from)
+		qt.mu.Unlock()
 	})
-}
-
-// sendHeartbeats sends every known peer host its coalesced heartbeat for this tick.
-func (h *Host) sendHeartbeats(lists map[uint64][]QuiescedGroup) {
-	if h.opts.Transport == nil {
-		return
-	}
-	for _, id := range h.peers.ids() {
-		h.opts.Transport.Send(id, &Batch{From: h.id, Heartbeat: &HostHeartbeat{Quiesced: lists[id]}})
-	}
 }

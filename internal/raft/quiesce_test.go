@@ -31,8 +31,7 @@ func (c *hostCluster) quiesced(g uint64) bool {
 		if c.net.isolated[id] {
 			continue
 		}
-		s := gr.quietSeen.Load()
-		if s == 0 || c.hosts[id].tickNo.Load()-s > quietSlack {
+		if gr.quietFrom.Load() != l {
 			return false
 		}
 	}

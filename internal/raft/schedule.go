@@ -155,56 +155,26 @@ func (h *Host) ticker() {
 	}
 }
 
-// tickOnce is one ticker round: every group that is not quiet is ticked, quiesced groups
-// are listed, and every peer host is sent its coalesced heartbeat.
+// tickOnce is one ticker round: every group that is not quiet is ticked, and every peer
+// host is sent its coalesced heartbeat. Quiet groups are not visited at all: the round
+// costs what the active groups and the peers cost, however many groups are idle.
 func (h *Host) tickOnce() {
-	lastLens := h.tickLens
 	now := h.tickNo.Load()
 	silent := h.silentPeers(now)
-	var lists map[uint64][]QuiescedGroup
-	listNow := now%listEvery == 0
-	list := func(g *group) {
-		if !listNow {
-			return // listed every listEvery ticks; the heartbeat itself goes every tick
-		}
-		if lists == nil {
-			lists = map[uint64][]QuiescedGroup{}
-		}
-		for _, p := range g.qPeers {
-			l, ok := lists[p]
-			if !ok {
-				// The listing goes to the transport, which owns it; size it as the last
-				// one so it is built without regrowing.
-				l = make([]QuiescedGroup, 0, lastLens[p])
-			}
-			lists[p] = append(l, QuiescedGroup{Group: g.id, Term: g.qTerm, Commit: g.qCommit})
-		}
-	}
-	h.mu.RLock()
-	for _, g := range h.list {
+	h.quiet.mu.Lock()
+	h.quiet.expireLocked(now, silent)
+	// A copy, so that wakes and quiesces need not wait for the round.
+	list := append(h.tickList[:0], h.quiet.active...)
+	h.quiet.mu.Unlock()
+	for _, g := range list {
 		if g.solo.Load() || g.gated.Load() {
 			continue // nothing to tick for; a gated joiner must not campaign (campaign.go)
 		}
-		if g.quiet.Load() {
-			live := true
-			for _, p := range g.qPeers {
-				if silent[p] {
-					live = false
-				}
-			}
-			if live {
-				list(g)
-				continue
-			}
-			g.quiet.Store(false) // a member's host went silent: tick again (CheckQuorum)
-		}
-		if s := g.quietSeen.Load(); s != 0 && now-s <= quietSlack {
-			continue // a quiet follower whose leader's host keeps listing the group
-		}
 		if g.mu.TryLock() {
-			work, quiesced := false, false
-			if g.gone == nil {
-				if g.state == etcdraft.StateLeader && !g.quiet.Load() {
+			work := false
+			if g.gone == nil && !g.quiet.Load() && g.quietFrom.Load() == 0 {
+				quiesced := false
+				if g.state == etcdraft.StateLeader {
 					quiesced = g.tryQuiesce()
 				}
 				if !quiesced {
@@ -216,9 +186,6 @@ func (h *Host) tickOnce() {
 				}
 			}
 			g.mu.Unlock()
-			if quiesced {
-				list(g)
-			}
 			if work {
 				h.enqueue(g)
 			}
@@ -227,12 +194,9 @@ func (h *Host) tickOnce() {
 			h.enqueue(g)
 		}
 	}
-	h.mu.RUnlock()
-	clear(lastLens)
-	for p, l := range lists {
-		lastLens[p] = len(l)
-	}
-	h.sendHeartbeats(lists)
+	clear(list)
+	h.tickList = list[:0]
+	h.sendHeartbeats(now)
 	h.releaseLearnerApps()
 	h.tickNo.Add(1)
 	h.ticks.Add(1)

@@ -68,7 +68,7 @@ func newCluster(t *testing.T, nodes, groups int) *cluster {
 		n.host, n.sender = NewHost(tr, raft.HostOptions{NodeID: id, TickInterval: 20 * time.Millisecond, Workers: 2})
 		err = Register(reg, stepFunc(func(b *raft.Batch) {
 			if b.Heartbeat != nil {
-				n.quiet.Add(uint64(len(b.Heartbeat.Quiesced)))
+				n.quiet.Add(uint64(b.Heartbeat.Listed()))
 			}
 			n.host.Step(b)
 		}), &n.recv)

@@ -35,6 +35,11 @@
 //	written  = group:uvarint | term:uvarint | index:uvarint
 //	quiesced = group:uvarint | term:uvarint | commit:uvarint
 //
+// A listing opens with internal/raft's header entry (group 2^64-1, which names no group:
+// term carries the listing's generation, commit the echoed generation and the full flag;
+// see internal/raft's listing.go); a broker of an earlier release skips it as an unknown
+// group, so the header needed no new version.
+//
 // A payload that does not decode exactly (bad version, truncated field, trailing bytes,
 // invalid protobuf) is dropped whole. A new field of raft.Batch needs a new version, or a
 // message type of its own, as Visible has.

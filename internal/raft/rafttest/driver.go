@@ -47,9 +47,9 @@ type link struct{ from, to uint64 }
 
 // LinkTraffic is what one host sent another: batches (each one raftrpc Send, queued as one),
 // the raft messages in them, and the visible reports riding along, with how many batches
-// carried nothing but visible reports.
+// carried nothing but visible reports, and how many groups the heartbeats listed.
 type LinkTraffic struct {
-	Batches, Messages, Visible, VisibleAlone int
+	Batches, Messages, Visible, VisibleAlone, Listed int
 }
 
 // envelope is one batch in flight.
@@ -102,6 +102,9 @@ func (s sender) Send(to uint64, b *raft.Batch) {
 	lt.Batches++
 	lt.Messages += len(b.Messages)
 	lt.Visible += len(b.Visible)
+	if b.Heartbeat != nil {
+		lt.Listed += b.Heartbeat.Listed()
+	}
 	if len(b.Visible) > 0 && len(b.Messages) == 0 && len(b.Written) == 0 && b.Heartbeat == nil {
 		lt.VisibleAlone++
 	}
@@ -159,8 +162,8 @@ func (d *Driver) setFlag(m map[uint64]bool, id uint64, on bool) {
 func (d *Driver) Traffic() []string {
 	var out []string
 	for l, lt := range d.sent {
-		out = append(out, fmt.Sprintf("%d->%d: batches=%d messages=%d visible=%d visible-alone=%d",
-			l.from, l.to, lt.Batches, lt.Messages, lt.Visible, lt.VisibleAlone))
+		out = append(out, fmt.Sprintf("%d->%d: batches=%d messages=%d visible=%d visible-alone=%d listed=%d",
+			l.from, l.to, lt.Batches, lt.Messages, lt.Visible, lt.VisibleAlone, lt.Listed))
 	}
 	sort.Strings(out)
 	clear(d.sent)
@@ -283,9 +286,9 @@ func describe(e envelope, visible bool) string {
 		}
 		parts = append(parts, s)
 	}
-	if hb := e.b.Heartbeat; hb != nil && len(hb.Quiesced) > 0 {
+	if hb := e.b.Heartbeat; hb != nil && hb.Listed() > 0 {
 		var qs []string
-		for _, q := range hb.Quiesced {
+		for _, q := range hb.Groups() {
 			qs = append(qs, fmt.Sprintf("group=%d term=%d commit=%d", q.Group, q.Term, q.Commit))
 		}
 		parts = append(parts, "HostHeartbeat quiesced: "+strings.Join(qs, "; "))
