@@ -243,6 +243,9 @@ type group struct {
 	// reset when the term or the role changes.
 	visSent   map[uint64]uint64
 	visReport uint64
+	// confSeq counts noteConf calls; published is what OnChange last reflected (publish).
+	confSeq   uint64
+	published publishedStatus
 	idle      int           // ticks the leader has been idle (quiesce.go)
 	fast      *fastElection // a follower's campaigns after its leader's host went (fastelect.go)
 	peerIDs   []uint64      // the other members
@@ -314,6 +317,7 @@ func (g *group) updateSolo() {
 // noteConf caches raft's configuration (after a change, a snapshot or an election) and
 // what depends on it.
 func (g *group) noteConf() {
+	g.confSeq++
 	c := g.rn.Status().Config
 	g.conf = c.Voters
 	g.learners, g.learnersNext = sortedIDs(c.Learners), sortedIDs(c.LearnersNext)

@@ -145,18 +145,44 @@ func (h *Host) silentPeers(now uint64) map[uint64]bool {
 	return silent
 }
 
-// publish exposes the replica's role for Step's lock-free check of heartbeat listings.
+// publish exposes the replica's role for Step's lock-free check of heartbeat listings,
+// and tells the group's owner (OnChange) when its status may have moved.
 func (g *group) publish() {
 	lead := uint64(0)
 	if g.state == etcdraft.StateFollower {
 		lead = g.lead
 	}
+	commit := g.rn.BasicStatus().GetCommit()
 	g.pubLead.Store(lead)
 	g.pubTerm.Store(g.term)
-	g.pubCommit.Store(g.rn.BasicStatus().GetCommit())
-	if g.onChange != nil {
-		g.onChange()
+	g.pubCommit.Store(commit)
+	if g.onChange == nil {
+		return
 	}
+	// A follower's status is these fields; when none moved (a heartbeat of an awake
+	// leader, every tick), its owner's refresh would find nothing new, and a broker
+	// restarting among thousands of awake leaders spent 40% of its CPU finding that. A
+	// leader's owner is told every time: its view of the followers' progress and of time
+	// (the ISR's lag window) moves without any of them.
+	if g.state != etcdraft.StateLeader {
+		key := publishedStatus{state: g.state, term: g.term, lead: g.lead, commit: commit, applied: g.applied,
+			written: g.ls.WrittenIndex(), flushed: g.ls.FlushedIndex(), visible: g.visReport, conf: g.confSeq,
+			gated: g.gated.Load()}
+		if g.published == key {
+			return
+		}
+		g.published = key
+	} else {
+		g.published = publishedStatus{}
+	}
+	g.onChange()
+}
+
+// publishedStatus is what a follower's last OnChange reflected (publish).
+type publishedStatus struct {
+	state                                                        etcdraft.StateType
+	term, lead, commit, applied, written, flushed, visible, conf uint64
+	gated                                                        bool
 }
 
 // wake un-quiesces the group on both sides (called with g.mu held).

@@ -47,6 +47,7 @@ type script struct {
 	ls           map[uint64]*raft.LogStorage
 	fs           map[uint64]*storage.MemFS // each host's disk
 	props        map[string]*raft.Proposal
+	changes      map[uint64]int // OnChange calls per host since the last changes command
 	names        []string // proposal names, in the order proposed
 }
 
@@ -269,6 +270,13 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		return fmt.Sprintf("%d: term=%d vote=%d commit=%d", id, term, vote, commit)
 	}),
 	// ticking [H...]: whether each host ticks the group, or leaves it quiet (quiesce.go).
+	// changes [H...]: how often each host's replica told its owner its status may have
+	// moved (GroupConfig.OnChange) since the last changes.
+	"changes": eachHost(func(s *script, id uint64) string {
+		n := s.changes[id]
+		s.changes[id] = 0
+		return fmt.Sprintf("%d: %d", id, n)
+	}),
 	"ticking": eachHost(func(s *script, id uint64) string {
 		return fmt.Sprintf("%d: %s", id, s.d.Host(id).Ticking(scriptGroup))
 	}),
@@ -309,6 +317,7 @@ func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 		s.voters = s.d.IDs()
 	}
 	s.ls, s.props, s.names = map[uint64]*raft.LogStorage{}, map[string]*raft.Proposal{}, nil
+	s.changes = map[uint64]int{}
 	s.fs = map[uint64]*storage.MemFS{}
 	s.reconfigs = map[uint64]*raft.Reconfig{}
 	for _, id := range s.d.IDs() {
@@ -337,6 +346,7 @@ func (s *script) addGroup(id uint64) {
 	}
 	share := s.shareVisible
 	cfg.ShareVisible = func() bool { return share }
+	cfg.OnChange = func() { s.changes[id]++ }
 	if wait := s.flushDelay; wait > 0 {
 		cfg.FlushDelay = func(_ int64, waited time.Duration) time.Duration { return wait - waited }
 	}
