@@ -225,9 +225,10 @@ func (h *Host) onHeartbeat(from uint64, hb *HostHeartbeat) {
 	qt := &h.quiet
 	qt.mu.Lock()
 	defer qt.mu.Unlock()
-	if current {
-		l := qt.ledFor(from)
+	if l := qt.ledFor(from); current {
 		l.current, l.echoed = true, hdr.echo
+	} else {
+		l.current = false // an earlier release's, maybe after a downgrade
 	}
 	f := qt.followedFor(from)
 	switch {
