@@ -257,6 +257,7 @@ func (b *Broker) leadershipLoop() {
 	tick := time.NewTicker(leadershipTick)
 	defer tick.Stop()
 	var last, lastSent time.Time
+	var cost time.Duration // the last round's length
 	var lastPayload []byte
 	for {
 		select {
@@ -266,7 +267,11 @@ func (b *Broker) leadershipLoop() {
 		case <-b.roleKick:
 			// A round walks every local replica: coalesce the kicks of a burst (a topic's
 			// replicas opening, a node's elections) into one round per interval.
-			if wait := leadershipMinInterval - time.Since(last); wait > 0 {
+			// At least leadershipMinInterval apart, and at least leadershipDuty times
+			// the last round's own length: a round walks every replica, and a broker
+			// with tens of thousands of them, among elections, must not spend its CPU
+			// walking them 20 times a second.
+			if wait := max(leadershipMinInterval, leadershipDuty*cost) - time.Since(last); wait > 0 {
 				select {
 				case <-b.ctx.Done():
 					return
@@ -278,12 +283,12 @@ func (b *Broker) leadershipLoop() {
 		var list []leaderEntry
 		nowLed := map[int32]bool{}
 		txnLed := map[int32]int32{}
-		var follow []*replica
+		var follow []followed
 		b.mu.RLock()
 		for _, r := range b.replicas {
 			bd := r.p.Boundaries()
 			if !bd.IsLeader {
-				follow = append(follow, r)
+				follow = append(follow, followed{r, bd.LogStart})
 				continue
 			}
 			list = append(list, leaderEntry{group: r.group, term: uint64(bd.LeaderEpoch), logStart: bd.LogStart, isr: nodeIDs(r.p.ISR())})
@@ -295,8 +300,12 @@ func (b *Broker) leadershipLoop() {
 			}
 		}
 		b.mu.RUnlock()
-		for _, r := range follow {
-			if li, ok := b.leaders.get(r.group); ok && li.leader != b.cfg.NodeID {
+		for _, f := range follow {
+			r := f.r
+			// Only a leader's log start past ours can move it (FollowLogStart goes no
+			// further): most rounds, for most followers, there is nothing to do, and
+			// finding that out costs a walk of the replica's log.
+			if li, ok := b.leaders.get(r.group); ok && li.leader != b.cfg.NodeID && li.logStart > f.logStart {
 				if err := r.p.FollowLogStart(li.logStart); err != nil {
 					b.lg.Warn("following the leader's log start", "topic", r.name, "partition", r.p.ID(), "err", err)
 				}
@@ -320,7 +329,14 @@ func (b *Broker) leadershipLoop() {
 			lastPayload, lastSent = payload, time.Now()
 		}
 		b.leaders.forget(live)
+		cost = time.Since(last)
 	}
+}
+
+// followed is a replica that follows, and its log start when the round saw it.
+type followed struct {
+	r        *replica
+	logStart int64
 }
 
 // moveGroupShards makes the group coordinator serve exactly the __consumer_offsets
@@ -363,6 +379,7 @@ func (b *Broker) ledOffsetsPartitions() map[int32]bool {
 // sent again every leadershipResend.
 const (
 	leadershipMinInterval = 50 * time.Millisecond
+	leadershipDuty        = 10 // rounds at most 1/leadershipDuty of the time
 	leadershipTick        = 5 * time.Second
 	leadershipResend      = 10 * time.Second
 )
