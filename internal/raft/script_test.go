@@ -48,7 +48,7 @@ type script struct {
 	fs           map[uint64]*storage.MemFS // each host's disk
 	props        map[string]*raft.Proposal
 	changes      map[uint64]int // OnChange calls per host since the last changes command
-	names        []string // proposal names, in the order proposed
+	names        []string       // proposal names, in the order proposed
 }
 
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
