@@ -8,19 +8,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/cairn-io/cairn/internal/broker"
 )
+
+// configTestBroker is a test broker and a client of it, closed with the test.
+func configTestBroker(t *testing.T) (*Server, *broker.Broker, *kgo.Client) {
+	t.Helper()
+	s, b, addr := serveTestBroker(t, nil, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return s, b, cl
+}
 
 // An alter builds the new overrides from this broker's view of the current ones. A change
 // made through another broker that the view had not shown yet (kadm sends each cluster
 // alter to any broker) is kept, not undone: the chaos suite once lost super.users this way
 // when authorizer.class.name was set through a different broker right after it.
 func TestAlterKeepsAChangeItsViewHadNotShown(t *testing.T) {
-	s, b, addr := serveTestBroker(t, nil, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	s, b, cl := configTestBroker(t)
 	ctx := adminCtx(t)
 	adm := kadm.NewClient(cl)
 	if got := createTopics(t, ctx, cl, "t")["t"]; got.ErrorCode != 0 {
@@ -76,12 +85,7 @@ func TestAlterKeepsAChangeItsViewHadNotShown(t *testing.T) {
 // An alter that meets a concurrent change on every attempt gives up with a clear error and
 // stores nothing of its own.
 func TestAlterGivesUpUnderEndlessConcurrentChanges(t *testing.T) {
-	s, b, addr := serveTestBroker(t, nil, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	s, b, cl := configTestBroker(t)
 	ctx := adminCtx(t)
 	n := 0
 	s.beforeConfigChange = func(int) {
