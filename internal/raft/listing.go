@@ -257,8 +257,7 @@ func (h *Host) onHeartbeat(from uint64, hb *HostHeartbeat) {
 			kept = append(kept, g)
 			continue
 		}
-		behind := (lead == 0 && commit <= q.Commit) || (lead == from && commit < q.Commit)
-		if behind && term == q.Term && g.adoptAsked.Swap(q.Commit) != q.Commit {
+		if behindListing(lead, commit, from, q.Commit) && term == q.Term && g.adoptAsked.Swap(q.Commit) != q.Commit {
 			g.adoptListing(from, q)
 		}
 	}

@@ -259,6 +259,12 @@ func (g *group) canQuiesce() bool {
 	return ok
 }
 
+// behindListing reports whether a follower that knows leader lead (0: none) and commit is
+// behind only in what it knows of a listing by from at listed: adoptListing's question.
+func behindListing(lead, commit, from, listed uint64) bool {
+	return (lead == 0 && commit <= listed) || (lead == from && commit < listed)
+}
+
 // adoptListing lets a follower that is behind a listing only in what it knows (a replica
 // just restarted: it has not heard from the leader yet, and its commit index was persisted
 // lazily) learn the leader and the commit from the listing, as the heartbeat the quiesced
@@ -277,8 +283,7 @@ func (g *group) adoptListing(from uint64, q QuiescedGroup) {
 			return
 		}
 		bs := rn.BasicStatus()
-		behind := (bs.Lead == 0 && bs.GetCommit() <= q.Commit) || (bs.Lead == from && bs.GetCommit() < q.Commit)
-		if !behind || bs.RaftState == etcdraft.StateLeader || bs.GetTerm() != q.Term {
+		if !behindListing(bs.Lead, bs.GetCommit(), from, q.Commit) || bs.RaftState == etcdraft.StateLeader || bs.GetTerm() != q.Term {
 			return
 		}
 		if t, err := g.ls.Term(q.Commit); err != nil || t != q.Term {
