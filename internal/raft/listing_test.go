@@ -156,3 +156,28 @@ func TestListingByGeneration(t *testing.T) {
 		t.Fatalf("echo %d after a group of the listing woke, want 0", hd.echo)
 	}
 }
+
+// A peer's heartbeat is wire data: whatever its header and listing say, taking it and
+// answering it never panics, and every group is either active or quiet on exactly one side.
+func FuzzOnHeartbeat(f *testing.F) {
+	f.Add(uint64(headerGroup), uint64(5), uint64(3), uint64(1), uint64(3), uint64(7), uint64(2), uint64(3), uint64(7))
+	f.Add(uint64(1), uint64(3), uint64(7), uint64(2), uint64(3), uint64(6), uint64(headerGroup), uint64(0), uint64(0))
+	f.Fuzz(func(t *testing.T, g1, t1, c1, g2, t2, c2, g3, t3, c3 uint64) {
+		h, gs := listingHost(t, 3)
+		qs := []QuiescedGroup{{g1, t1, c1}, {g2, t2, c2}, {g3, t3, c3}}
+		for i := range len(qs) + 1 {
+			h.onHeartbeat(2, &HostHeartbeat{Quiesced: qs[:i]})
+			h.onHeartbeat(3, &HostHeartbeat{Quiesced: qs[i:]})
+		}
+		h.quiet.mu.Lock()
+		defer h.quiet.mu.Unlock()
+		h.quiet.expireLocked(h.tickNo.Load()+quietSlack+1, map[uint64]bool{2: true})
+		h.quiet.heartbeatsLocked([]uint64{2, 3}, 10)
+		for _, g := range gs {
+			quiet := g.quietFrom.Load() != 0
+			if active := g.activePos >= 0; active == quiet {
+				t.Fatalf("group %d: active %v, quiet on %d", g.id, active, g.quietFrom.Load())
+			}
+		}
+	})
+}
