@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/cairn-io/cairn/internal/controller"
@@ -13,6 +14,14 @@ import (
 // committed, so the state machine needs no clock. A leader starts with no heartbeats heard
 // (it may have been a follower a moment ago) and gives every broker LivenessTimeout from
 // the start of its leadership before judging it silent.
+//
+// A registration is a proof of life too: a broker that restarts registers a new
+// incarnation (which the state makes live) before its first heartbeat of that life
+// reaches the leader, and the heartbeats heard before are of its previous life, older
+// than the timeout when it was down for long. Judged on those, the new life would be
+// marked dead for a heartbeat interval, and a topic created then refused for too few
+// brokers. So the leader counts an incarnation newer than any it heard as heard when it
+// first sees it in the state, as it counts every broker heard when its leadership starts.
 
 func (s *Service) livenessLoop() {
 	defer s.wg.Done()
@@ -48,8 +57,14 @@ func (s *Service) handleHeartbeat(from int32, m heartbeat) {
 	s.setPeer(from, m.RPCAddr)
 	now := time.Now()
 	s.mu.Lock()
-	s.seen[from] = now
+	s.seen[from] = heard{at: now, incarnation: m.Incarnation}
 	s.mu.Unlock()
+}
+
+// heard is when the controller leader last heard from a broker, and of which life.
+type heard struct {
+	at          time.Time
+	incarnation uint64
 }
 
 // judge runs on the leader: it proposes a liveness change for every broker whose verdict
@@ -61,28 +76,21 @@ func (s *Service) judge(now time.Time) {
 	}
 	s.mu.Lock()
 	if s.leadTerm != st.Term {
-		s.leadTerm, s.leadSince = st.Term, now
+		s.leadTerm = st.Term
 		clear(s.seen)
 	}
-	since := s.leadSince
-	seen := make(map[int32]time.Time, len(s.seen))
-	for id, t := range s.seen {
-		seen[id] = t
-	}
-	s.mu.Unlock()
-	timeout := s.opts.LivenessTimeout
-	for _, b := range s.state.Brokers() {
-		var live bool
-		heard, ok := seen[b.ID]
-		switch {
-		case b.ID == s.opts.NodeID:
-			live = true
-		case ok && now.Sub(heard) <= timeout:
-			live = true
-		case now.Sub(since) <= timeout:
-			continue // still in the new leader's grace period
+	brokers := s.state.Brokers()
+	for _, b := range brokers {
+		// Not heard in this leadership, or only of an earlier life: heard now, which
+		// gives a new leader's brokers and a new life each a full timeout to be heard.
+		if h, ok := s.seen[b.ID]; !ok || b.Incarnation > h.incarnation {
+			s.seen[b.ID] = heard{at: now, incarnation: b.Incarnation}
 		}
-		if live != b.Live {
+	}
+	seen := maps.Clone(s.seen)
+	s.mu.Unlock()
+	for _, b := range brokers {
+		if live := b.ID == s.opts.NodeID || now.Sub(seen[b.ID].at) <= s.opts.LivenessTimeout; live != b.Live {
 			s.verdict(b, live)
 		}
 	}

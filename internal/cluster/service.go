@@ -131,10 +131,9 @@ type Service struct {
 	incarnation uint64 // registered with; 0 until registered
 	// Liveness, kept while leading: when each broker was last heard from in the current
 	// leadership (cleared when it starts), and verdicts being proposed.
-	leadTerm  uint64
-	leadSince time.Time
-	seen      map[int32]time.Time
-	verdicts  map[int32]bool
+	leadTerm uint64
+	seen     map[int32]heard
+	verdicts map[int32]bool
 }
 
 // New opens group 0's log in opts.Dir, replays its committed entries into the state and
@@ -182,7 +181,7 @@ func New(opts Options) (*Service, error) {
 		ctx: ctx, cancel: cancel, joinCh: make(chan joinResponse, 1),
 		changed: make(chan struct{}), results: map[uint64]controller.Result{},
 		pending: map[uint64]chan proposeResponse{}, peers: map[int32]string{}, fromState: map[int32]string{},
-		joining: map[int32]bool{}, seen: map[int32]time.Time{}, verdicts: map[int32]bool{},
+		joining: map[int32]bool{}, seen: map[int32]heard{}, verdicts: map[int32]bool{},
 	}
 	err = s.replay()
 	if err == nil {

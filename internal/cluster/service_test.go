@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -319,4 +320,54 @@ func TestSecondServiceOnARegistryRefused(t *testing.T) {
 	if _, err := New(o); !errors.Is(err, rpc.ErrTypeTaken) {
 		t.Fatalf("second service: %v, want rpc.ErrTypeTaken", err)
 	}
+}
+
+// A broker that restarts after it was marked dead is live from its registration, before
+// any heartbeat of its new life: the leader gives the new life a whole liveness timeout
+// to be heard, rather than judging it on the heartbeats of its previous life (which once
+// marked it dead again a heartbeat after it registered, and a topic created at that moment
+// was refused for too few live brokers).
+func TestRestartedBrokerLiveFromItsRegistration(t *testing.T) {
+	c := formCluster(t, 3)
+	lead := c.leader()
+	var n *node
+	for _, o := range c.nodes {
+		if o != lead {
+			n = o
+		}
+	}
+	st := lead.service().State()
+	n.stop()
+	waitFor(t, 10*time.Second, "the stopped broker marked not live", func() bool {
+		b, _ := st.Broker(n.id)
+		return !b.Live
+	})
+	again := newNode(t, n.id, n.addr, n.fs)
+	c.nodes[slices.Index(c.nodes, n)] = again
+	s, err := New(again.options(c.seeds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.svc.Store(s)
+	s.muted.Store(true) // registered, but no heartbeat: only the registration proves it alive
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Run(ctx); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	registered := time.Now()
+	timeout := again.options(nil).LivenessTimeout
+	waitFor(t, 10*time.Second, "the silent new life marked not live", func() bool {
+		b, _ := st.Broker(n.id)
+		return b.Incarnation == s.Incarnation() && !b.Live
+	})
+	if d := time.Since(registered); d < timeout*7/10 {
+		t.Fatalf("the new life was marked dead %v after it registered, within the %v liveness timeout", d, timeout)
+	}
+	s.muted.Store(false)
+	waitFor(t, 10*time.Second, "the broker live again once heard", func() bool {
+		b, _ := st.Broker(n.id)
+		return b.Live
+	})
 }
