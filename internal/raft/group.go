@@ -192,8 +192,9 @@ type group struct {
 	// adoptAsked: the listed commit this follower last asked to adopt (adoptListing),
 	// so that a listing it cannot take is not tried again every listing round.
 	adoptAsked     atomic.Uint64
-	qTerm, qCommit uint64   // ticker-owned: what quiet lists
-	qPeers         []uint64 // ticker-owned
+	qTerm, qCommit uint64             // ticker-owned: what quiet lists
+	qPeers         []uint64           // ticker-owned
+	qConf          quorum.JointConfig // ticker-owned: the voters when it quiesced
 
 	inMu      sync.Mutex
 	inMsgs    []*pb.Message

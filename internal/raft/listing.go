@@ -1,9 +1,12 @@
 package raft
 
 import (
+	"maps"
 	"math"
 	"sync"
 	"time"
+
+	"go.etcd.io/raft/v3/quorum"
 )
 
 // # Listings that are sent only when they change
@@ -73,8 +76,9 @@ type quietTable struct {
 	led map[uint64]*ledListing
 	// followed is, by peer, the groups quiet here on that peer's listing.
 	followed map[uint64]*followedListing
-	gen      uint64 // the last generation handed out; from the clock, so a restart never reuses one
-	mark     uint64 // counts full listings taken, to find the groups one left out
+	gen      uint64          // the last generation handed out; from the clock, so a restart never reuses one
+	mark     uint64          // counts full listings taken, to find the groups one left out
+	silent   map[uint64]bool // the silent peer hosts expireLocked last checked against
 }
 
 type ledListing struct {
@@ -191,8 +195,11 @@ func (qt *quietTable) removeLocked(g *group) {
 
 // expireLocked wakes, at the start of a tick, the groups that must tick again: those quiet
 // on the listing of a peer not confirmed for quietSlack ticks (the peer woke them, died
-// or is cut off), and the quiesced groups led here with a member on a silent host (so
-// CheckQuorum runs again).
+// or is cut off), and the quiesced groups led here whose members on silent hosts leave
+// them without a quorum (so CheckQuorum runs again), or that have a learner there (which
+// never campaigns, so it is heartbeat until heard again; canQuiesce). The second is checked only when the
+// set of silent hosts changed: a group that quiesced since passed the same check with a
+// stricter idea of silence (canQuiesce).
 func (qt *quietTable) expireLocked(now uint64, silent map[uint64]bool) {
 	for p, f := range qt.followed {
 		if len(f.groups) == 0 || now-f.seen <= quietSlack {
@@ -207,13 +214,19 @@ func (qt *quietTable) expireLocked(now uint64, silent map[uint64]bool) {
 		clear(f.groups)
 		f.groups, f.gen, f.stale = f.groups[:0], 0, false
 	}
+	if maps.Equal(silent, qt.silent) {
+		return
+	}
+	qt.silent = silent
 	for p := range silent {
 		l := qt.led[p]
 		if l == nil {
 			continue
 		}
 		for _, g := range l.groups {
-			qt.wakeLocked(g)
+			if !isVoter(g.qConf, p) || !quorumHeard(g.qConf, 0, func(id uint64) bool { return !silent[id] }) {
+				qt.wakeLocked(g)
+			}
 		}
 	}
 }
@@ -257,7 +270,7 @@ func (h *Host) onHeartbeat(from uint64, hb *HostHeartbeat) {
 			kept = append(kept, g)
 			continue
 		}
-		if behindListing(lead, commit, from, q.Commit) && term == q.Term && g.adoptAsked.Swap(q.Commit) != q.Commit {
+		if term <= q.Term && lead != g.h.id && g.adoptAsked.Swap(q.Commit) != q.Commit {
 			g.adoptListing(from, q)
 		}
 	}
@@ -309,4 +322,11 @@ func (h *Host) sendHeartbeats(now uint64) {
 	for i, id := range peers {
 		h.opts.Transport.Send(id, &Batch{From: h.id, Heartbeat: hbs[i]})
 	}
+}
+
+// isVoter reports whether id votes in either half of conf.
+func isVoter(conf quorum.JointConfig, id uint64) bool {
+	_, in0 := conf[0][id]
+	_, in1 := conf[1][id]
+	return in0 || in1
 }

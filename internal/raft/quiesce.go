@@ -1,11 +1,13 @@
 package raft
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	etcdraft "go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/quorum"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
 )
@@ -30,10 +32,21 @@ import (
 // knows takes the listing instead: adoptListing).
 //
 // Any proposal, control call, conf change, local flush response or raft message other than
-// a same-term heartbeat (or heartbeat response) wakes the group on either side. A quiesced
-// leader also wakes when a member's host has not been heard from for an election timeout,
-// so CheckQuorum runs again. Quiescence only withholds ticks: raft's messages stay the
-// source of truth, and nothing is committed differently.
+// a same-term heartbeat (or heartbeat response) wakes the group on either side.
+//
+// A member whose host is silent does not keep a group awake while the members heard from
+// are a quorum: the leader quiesces without it, and stays quiesced when a member's host
+// goes silent, waking (so that CheckQuorum runs again and the leader steps down) only when
+// the hosts silent for an election timeout leave it without a quorum. A follower's host
+// that dies or restarts thus costs its peers nothing per idle group: before, every
+// quiesced group with a member there woke and heartbeat it each tick, and a broker with
+// tens of thousands of replicas, restarting, met a flood of them while it opened its own.
+// Back, the follower finds its listing matching (nothing was written meanwhile), or not
+// (it is behind): then it ticks, times out and pre-votes, which wakes the leader, whose
+// heartbeats and appends bring it up to date.
+//
+// Quiescence only withholds ticks: raft's messages stay the source of truth, and nothing
+// is committed differently.
 
 const (
 	// quiesceTicks is how long a leader's group must stay idle before it quiesces (its
@@ -220,6 +233,7 @@ func (g *group) tryQuiesce() bool {
 	g.qTerm = g.term
 	g.qCommit = g.rn.BasicStatus().GetCommit()
 	g.qPeers = append(g.qPeers[:0], g.peerIDs...)
+	g.qConf = quorum.JointConfig{maps.Clone(g.conf[0]), maps.Clone(g.conf[1])}
 	qt := &g.h.quiet
 	qt.mu.Lock()
 	qt.quiesceLocked(g)
@@ -245,18 +259,47 @@ func (g *group) canQuiesce() bool {
 	if bs.LeadTransferee != 0 || bs.GetCommit() != last || g.applied != last || g.ls.FlushedIndex() != last {
 		return false
 	}
-	for _, id := range g.peerIDs {
+	// Every member whose host is heard from holds the last index; one whose host is silent
+	// is left to catch up when it is back (its listing will not match, so it ticks, and its
+	// pre-vote wakes the group), as long as the members heard from are a quorum: a
+	// quiesced leader runs no CheckQuorum, so it must not quiesce without one. A learner is no
+	// voter: it never campaigns, so back from silence it would never wake a quiesced leader,
+	// and it must be heard and caught up like before.
+	if !quorumHeard(g.conf, g.h.id, func(id uint64) bool { return g.h.peerLive(id, quietSlack) }) {
+		return false
+	}
+	for _, id := range g.learners {
 		if !g.h.peerLive(id, quietSlack) {
 			return false
 		}
 	}
 	ok := true
 	g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
-		if pr.Match != last {
+		if pr.Match != last && (id == g.h.id || g.h.peerLive(id, quietSlack)) {
 			ok = false
 		}
 	})
 	return ok
+}
+
+// quorumHeard reports whether the voters of conf that heard (self always does) are a
+// majority of each of its halves.
+func quorumHeard(conf quorum.JointConfig, self uint64, heard func(id uint64) bool) bool {
+	for _, c := range conf {
+		if len(c) == 0 {
+			continue
+		}
+		n := 0
+		for id := range c {
+			if id == self || heard(id) {
+				n++
+			}
+		}
+		if n <= len(c)/2 {
+			return false
+		}
+	}
+	return true
 }
 
 // behindListing reports whether a follower that knows leader lead (0: none) and commit is
@@ -265,32 +308,47 @@ func behindListing(lead, commit, from, listed uint64) bool {
 	return (lead == 0 && commit <= listed) || (lead == from && commit < listed)
 }
 
-// adoptListing lets a follower that is behind a listing only in what it knows (a replica
-// just restarted: it has not heard from the leader yet, and its commit index was persisted
-// lazily) learn the leader and the commit from the listing, as the heartbeat the quiesced
-// leader no longer sends would have told it. Without it, each such follower times out,
+// adoptListing lets a follower that does not match a listing of from's (the group is not
+// quiet here) learn from it what a quiesced leader's heartbeat would have told it, since
+// that leader sends none.
+//
+// A follower behind only in what it knows (a replica just restarted: it has not heard
+// from the leader yet, and its commit index was persisted lazily) takes the leader and the
+// commit. The listing proves that from led the group in q.Term and had committed q.Commit,
+// the last index of its log. The follower takes the commit only at that same term and
+// only if its own log holds an entry of q.Term at q.Commit: by raft's log matching, its
+// log up to there is the leader's, so committing it is what the leader's own heartbeat
+// (which carries min(match, commit)) would do. Without it, each such follower times out,
 // pre-votes and wakes its leader, and a host restarting with thousands of replicas wakes
 // thousands of groups on its peers at once.
 //
-// The listing proves that from led the group in q.Term and had committed q.Commit, the
-// last index of its log. The follower takes it only at that same term and only if its own
-// log holds an entry of q.Term at q.Commit: by raft's log matching, its log up to there is
-// the leader's, so committing it is what the leader's own heartbeat (which carries
-// min(match, commit)) would do. Anything else is left to raft's election timer.
+// A follower behind in its log, or in an earlier term (a replica that was down while the
+// group wrote, or elected a new leader), takes only the leader: a heartbeat of q.Term that
+// commits nothing new. Its answer reaches the quiesced leader, whose raft sends the
+// entries the follower lacks (a heartbeat response from a follower behind does that), and
+// that exchange wakes the group until the follower has caught up. Without it, the
+// follower would wait out an election timeout and pre-vote first.
 func (g *group) adoptListing(from uint64, q QuiescedGroup) {
 	g.queueControl(func(rn *etcdraft.RawNode) {
 		if rn == nil {
 			return
 		}
 		bs := rn.BasicStatus()
-		if !behindListing(bs.Lead, bs.GetCommit(), from, q.Commit) || bs.RaftState == etcdraft.StateLeader || bs.GetTerm() != q.Term {
-			return
+		if bs.RaftState == etcdraft.StateLeader || bs.GetTerm() > q.Term || g.gated.Load() {
+			return // a gated joiner hears from its leader only past its join floor (campaign.go)
 		}
-		if t, err := g.ls.Term(q.Commit); err != nil || t != q.Term {
-			return
+		commit := bs.GetCommit()
+		if behindListing(bs.Lead, commit, from, q.Commit) && bs.GetTerm() == q.Term {
+			if t, err := g.ls.Term(q.Commit); err == nil && t == q.Term {
+				commit = q.Commit
+			}
 		}
-		_ = rn.Step(&pb.Message{Type: pb.MsgHeartbeat.Enum(), From: new(from), To: new(g.h.id), Term: new(q.Term), Commit: new(q.Commit)})
-		// Now it matches the listing: have it sent again, to go quiet on it.
+		if commit == bs.GetCommit() && bs.Lead == from && bs.GetTerm() == q.Term && commit >= q.Commit {
+			return // it matches already: nothing to learn
+		}
+		_ = rn.Step(&pb.Message{Type: pb.MsgHeartbeat.Enum(), From: new(from), To: new(g.h.id), Term: new(q.Term), Commit: new(commit)})
+		// Now it matches the listing, or will once caught up: have it sent again, to go
+		// quiet on it.
 		qt := &g.h.quiet
 		qt.mu.Lock()
 		qt.staleLocked(from)

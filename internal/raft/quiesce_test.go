@@ -165,10 +165,11 @@ func TestHostQuiescedLeaderIsolated(t *testing.T) {
 	c.waitQuiesced(10 * time.Second)
 }
 
-// A follower cut off from its quiesced leader resumes ticking and pre-votes in vain (the
-// other follower is in the leader's lease); the leader wakes (a peer went silent) and
-// takes writes with the remaining majority; once healed the follower catches up and the
-// groups quiesce again.
+// A follower cut off from its quiesced leader resumes ticking and pre-votes in vain; the
+// leader stays quiesced (the hosts it hears are a quorum of every group) and takes writes
+// with the remaining majority, quiescing again without the silent follower; once healed
+// the follower, behind, learns its leader from the listing, catches up, and the groups
+// quiesce again.
 func TestHostQuiescedFollowerPartitionHeals(t *testing.T) {
 	checkLeaks(t)
 	c := newHostClusterTick(t, 3, 20, 20*time.Millisecond)
@@ -182,16 +183,12 @@ func TestHostQuiescedFollowerPartitionHeals(t *testing.T) {
 	}
 	c.waitQuiesced(10 * time.Second)
 	c.net.isolate(3, true)
-	// Long enough for host 3 to time out, pre-vote and for host 1 to notice it is gone.
-	waitFor(t, 10*time.Second, "host 1 to wake its groups", func() bool {
-		for _, g := range c.groups {
-			gr, _ := c.hosts[1].group(g)
-			if gr.quiet.Load() {
-				return false
-			}
+	waitFor(t, 10*time.Second, "host 1 to find host 3 silent", func() bool { return !c.hosts[1].PeerLive(3) })
+	for _, g := range c.groups {
+		if gr, _ := c.hosts[1].group(g); !gr.quiet.Load() {
+			t.Fatalf("group %d woke when one follower's host went silent", g)
 		}
-		return true
-	})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, g := range c.groups {
@@ -199,6 +196,7 @@ func TestHostQuiescedFollowerPartitionHeals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	c.waitQuiesced(10 * time.Second) // host 3 silent: the groups quiesce without it
 	c.net.isolate(3, false)
 	for _, g := range c.groups {
 		c.waitCaughtUp(g, c.ids...)
