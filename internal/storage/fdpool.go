@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,12 @@ import (
 var errFileReplaced = errors.New("storage: a closed file's name no longer leads to it")
 
 type fdPool struct {
+	// names serializes, by name (striped), the opens and renames that run outside mu: a
+	// fresh open, and a rename that no file of the pool is under. Taken before mu, never
+	// while holding it. Without it every open and rename of the process, with its
+	// syscall, queued on mu: a broker restarting with thousands of replicas opened them
+	// one per rename of some other replica's state file.
+	names  [64]sync.Mutex
 	mu     sync.Mutex
 	budget int
 	open   int       // descriptors held
@@ -95,23 +102,50 @@ func (p *fdPool) openFile(name string, flag int, perm os.FileMode) (File, error)
 		}
 		return &osFile{f: f}, nil
 	}
+	defer p.lockNames(filepath.Dir(name))()
+	p.mu.Lock()
+	p.evictLocked(1)
+	p.open++ // the descriptor about to be opened counts now
+	p.mu.Unlock()
+	f, err := os.OpenFile(name, flag, perm)
+	var id fileIdentity
+	if err == nil {
+		if id, err = fileID(f); err != nil {
+			f.Close()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.evictLocked(1)
-	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
-		return nil, err
-	}
-	id, err := fileID(f)
-	if err != nil {
-		f.Close()
+		p.open--
 		return nil, err
 	}
 	pf := &pooledFile{p: p, name: name, flag: flag &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC), f: f, id: id}
-	p.open++
 	p.indexLocked(pf)
 	p.makeIdleLocked(pf)
 	return pf, nil
+}
+
+// lockNames locks the stripes of names (in order, each once) and returns their unlock.
+func (p *fdPool) lockNames(names ...string) func() {
+	var held [4]int
+	idx := held[:0]
+	for _, n := range names {
+		h := fnv.New32a()
+		h.Write([]byte(n))
+		if i := int(h.Sum32() % uint32(len(p.names))); !slices.Contains(idx, i) {
+			idx = append(idx, i)
+		}
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		p.names[i].Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			p.names[i].Unlock()
+		}
+	}
 }
 
 func (p *fdPool) indexLocked(pf *pooledFile) {
@@ -378,9 +412,16 @@ func (p *fdPool) beforeRemove(name string) error {
 
 // rename renames oldname to newname, with the files open under newname pinned (they are
 // replaced) and those open under oldname reopened under newname from then on. It holds
-// the pool for the call, so that no reopen sees the name half-moved.
+// the pool for the call, so that no reopen sees the name half-moved; a rename that no
+// file of the pool is under (the usual one: a state file's replacement, written and
+// closed just before) holds only the names, so that no open of them runs meanwhile.
 func (p *fdPool) rename(oldname, newname string) error {
+	defer p.lockNames(filepath.Dir(oldname), filepath.Dir(newname), oldname, newname)()
 	p.mu.Lock()
+	if len(p.byName[oldname]) == 0 && len(p.byName[newname]) == 0 && len(p.byDir[oldname]) == 0 && len(p.byDir[newname]) == 0 {
+		p.mu.Unlock()
+		return os.Rename(oldname, newname)
+	}
 	defer p.mu.Unlock()
 	for _, pf := range p.byName[newname] {
 		if err := p.pinLocked(pf); err != nil {

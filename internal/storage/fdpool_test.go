@@ -254,3 +254,68 @@ func TestPoolConcurrentUse(t *testing.T) {
 		t.Fatalf("%d descriptors held after every file closed", p.held())
 	}
 }
+
+// State files replaced atomically (WriteFileAtomic: a closed temporary file renamed over
+// the name, which no open file of the pool is under) while other files of the same
+// folders are opened, reopened past the budget and read: every replacement lands, every
+// read sees its own file's bytes, and the pool ends holding nothing. Such renames run
+// outside the pool's lock; opens and renames of the same names are kept apart.
+func TestPoolRenamesOutsideTheLockKeepFilesApart(t *testing.T) {
+	fs, p := poolFS(8)
+	dir := t.TempDir()
+	const n = 24
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		sub := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			for round := range 20 {
+				if err := WriteFileAtomic(fs, filepath.Join(sub, "state"), []byte(fmt.Sprintf("%d/%d", i, round))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			f, err := fs.OpenFile(filepath.Join(sub, "log"), os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer f.Close()
+			want := bytes.Repeat([]byte{byte(i)}, 256)
+			for round := range 20 {
+				if _, err := f.WriteAt(want, int64(round*256)); err != nil {
+					errs <- err
+					return
+				}
+				if err := f.Sync(); err != nil {
+					errs <- err
+					return
+				}
+				got := make([]byte, 256)
+				if _, err := f.ReadAt(got, int64(round*256)); err != nil || !bytes.Equal(got, want) {
+					errs <- fmt.Errorf("file %d round %d: %v", i, round, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range n {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprint(i), "state"))
+		if err != nil || string(b) != fmt.Sprintf("%d/19", i) {
+			t.Fatalf("state %d: %q %v", i, b, err)
+		}
+	}
+	if p.held() != 0 {
+		t.Fatalf("%d descriptors held after every file closed", p.held())
+	}
+}
