@@ -237,6 +237,9 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 			ob.addWritten(r.GetTo(), WrittenReport{Group: g.id, Term: r.GetTerm(), Index: r.GetIndex()})
 		}
 	}
+	if m.Term == nil && len(m.GetEntries()) == 0 && m.GetSnapshot() == nil && g.deliverUnqueued(m.GetResponses(), ob) {
+		return nil
+	}
 	rec := appendRec{responses: m.GetResponses()}
 	if m.Term != nil {
 		rec.hs = &pb.HardState{Term: new(m.GetTerm()), Vote: new(m.GetVote()), Commit: new(m.GetCommit())}
@@ -249,6 +252,37 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 	g.fMu.Unlock()
 	schedule(&g.fsched, &h.flushQ, g)
 	return nil
+}
+
+// deliverUnqueued delivers at once the responses of a MsgStorageAppend that persists
+// nothing (no entries, no snapshot, no HardState: a pre-vote answer, a rejected append's
+// hint), rather than queue them behind every other group's flush, provided nothing of the
+// group awaits its flusher: a response must never overtake a flush it depends on (an
+// append's acknowledgement of entries still unflushed). A pre-vote answer queued behind
+// thousands of hard-state writes after a broker restart took longer than an election
+// timeout, and elections never completed. Caller holds g.mu.
+func (g *group) deliverUnqueued(responses []*pb.Message, ob *outbox) bool {
+	g.fMu.Lock()
+	idle := len(g.fRecs) == 0 && g.fsched.Load() == 0
+	g.fMu.Unlock()
+	if !idle {
+		return false
+	}
+	var local []*pb.Message
+	for _, r := range responses {
+		if r.GetTo() == g.h.id {
+			local = append(local, r)
+		} else {
+			ob.addMsg(r.GetTo(), g.id, r)
+		}
+	}
+	if len(local) > 0 {
+		g.inMu.Lock()
+		g.inLocal = append(g.inLocal, local...)
+		g.inMu.Unlock()
+		g.h.enqueue(g)
+	}
+	return true
 }
 
 // truncateProps fails the appended proposals the log is about to replace: those at or
