@@ -54,7 +54,7 @@ stop_all() {
 trap stop_all EXIT
 waitport() {
 	for _ in $(seq 1 150); do
-		(echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+		listening "$1" && return 0
 		sleep 0.2
 	done
 	echo "port $1 did not open" >&2

@@ -39,7 +39,7 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; [ ${#pids[@]} -gt 0 ] && kill "$
 . "$(dirname "$0")/bench_lib.sh"
 waitport() {
 	for _ in $(seq 1 150); do
-		(echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+		listening "$1" && return 0
 		sleep 0.2
 	done
 	echo "port $1 did not open" >&2

@@ -20,6 +20,7 @@ if [ -z "${CAIRN_BIN:-}" ]; then go build -o "$B" ./cmd/cairn || exit 1; fi
 BR=127.0.0.1:44092,127.0.0.1:45092,127.0.0.1:46092
 SEEDS=127.0.0.1:44093,127.0.0.1:45093,127.0.0.1:46093
 tick=$(getconf CLK_TCK)
+. scripts/bench_lib.sh
 pids=(0 0 0 0)
 # cleanup stops the brokers, with SIGKILL after 30 s (a graceful stop hands leaderships
 # over first, which takes long with tens of thousands of them)
@@ -36,7 +37,7 @@ cleanup() {
 	wait 2>/dev/null
 }
 trap cleanup EXIT
-if (echo >/dev/tcp/127.0.0.1/44092) 2>/dev/null; then
+if listening 44092; then
 	echo "port 44092 is in use: is an earlier run's broker still stopping?" >&2
 	exit 1
 fi
@@ -50,7 +51,7 @@ start() { # start I: broker I (1-3) on its folder
 	pids[i]=$!
 }
 waitport() {
-	until (echo >/dev/tcp/127.0.0.1/"$1") 2>/dev/null; do sleep 0.1; done
+	until listening "$1"; do sleep 0.1; done
 }
 healthy() { # healthy TIMEOUT_S: waits until `cairn cluster health` passes; 1 if it never did
 	local end=$((SECONDS + $1))
@@ -61,7 +62,6 @@ healthy() { # healthy TIMEOUT_S: waits until `cairn cluster health` passes; 1 if
 }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 measure() { # measure LABEL: each broker's CPU over 60 s, its RSS and open descriptors
 	local c0=() i
 	for i in 1 2 3; do c0[i]=$(cpu_ticks "${pids[i]}"); done

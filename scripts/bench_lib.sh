@@ -1,5 +1,11 @@
 # Helpers shared by the benchmark scripts (sourced, not run).
 
+# listening PORT: whether something listens on 127.0.0.1:PORT. A connect is no test: the
+# benchmarks' ports lie in the kernel's ephemeral range, and a connect retried while nothing
+# listens there in time picks that port as its own source and connects to itself (a restart
+# of 50,000 replicas once read as "port open after 36 s" that way, minutes early).
+listening() { [ -n "$(ss -Hltn "sport = :$1")" ]; }
+
 # cpu_ticks PID: the process's CPU so far (utime+stime), in clock ticks (getconf CLK_TCK).
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
