@@ -53,14 +53,16 @@
 //
 // # Persisted state
 //
-// Beside the segments, in the log's directory, the file "raft.state" holds the HardState,
-// the last installed snapshot's position (index, term, next Kafka offset), the history
-// of applied ConfStates by index (pruned to what the log's prefix boundary still needs)
-// and, for a joining replica, its join gate (campaign.go). The commit index in it is
-// written lazily, except when it covers a configuration change not yet applied.
-// It is replaced atomically through storage.FS (temp file, fsync, rename, directory fsync)
-// and carries a CRC32C; a torn or corrupt file is an error on Open, never an empty state.
-// See encodeState for the layout.
+// Beside the segments, in the log's directory, the file "raft.state" holds the HardState
+// as of its last write, the last installed snapshot's position (index, term, next Kafka
+// offset), the history of applied ConfStates by index (pruned to what the log's prefix
+// boundary still needs) and, for a joining replica, its join gate (campaign.go). It is
+// replaced atomically through storage.FS (temp file, fsync, rename, directory fsync) when
+// any of those but the HardState changes, and carries a CRC32C; a torn or corrupt file is
+// an error on Open, never an empty state. See encodeState for the layout. The HardState's
+// own changes (a new term, a vote, an eager commit) go to "raft.vote", overwritten in
+// place with one fdatasync (votefile.go); Open takes the newer of the two. The commit
+// index is written lazily, except when it covers a configuration change not yet applied.
 //
 // # Snapshots
 //

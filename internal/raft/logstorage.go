@@ -30,6 +30,7 @@ type LogStorage struct {
 	log       *storage.Log
 	fs        storage.FS
 	statePath string
+	vote      voteFile // the HardState between state file writes (votefile.go); under writeMu
 
 	writeMu sync.Mutex // serializes Append, ApplySnapshot and state writes
 
@@ -94,7 +95,16 @@ func openOn(log *storage.Log, fs storage.FS, statePath string) (*LogStorage, err
 	if err != nil {
 		return nil, err
 	}
-	s := &LogStorage{log: log, fs: fs, statePath: statePath, st: st, durableCommit: st.Commit}
+	votePath := filepath.Join(filepath.Dir(statePath), VoteFileName)
+	vr, found, err := readVoteFile(fs, votePath)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		mergeVote(&st, vr)
+	}
+	s := &LogStorage{log: log, fs: fs, statePath: statePath, st: st, durableCommit: st.Commit,
+		vote: voteFile{fs: fs, path: votePath, seq: vr.seq}}
 	// ApplySnapshot writes the state file before it resets the log; finish the reset if a
 	// crash came between the two. A log that already holds the snapshot's entry (same
 	// index and term) holds the same prefix, so it is kept.
@@ -124,8 +134,13 @@ func openOn(log *storage.Log, fs storage.FS, statePath string) (*LogStorage, err
 // through LogStorage).
 func (s *LogStorage) Log() *storage.Log { return s.log }
 
-// Close closes the log (flushing it).
-func (s *LogStorage) Close() error { return s.log.Close() }
+// Close closes the log (flushing it) and the vote file.
+func (s *LogStorage) Close() error {
+	s.writeMu.Lock()
+	verr := s.vote.close()
+	s.writeMu.Unlock()
+	return errors.Join(s.log.Close(), verr)
+}
 
 // ---- raft.Storage ----
 
@@ -415,7 +430,14 @@ func (s *LogStorage) SetHardState(hs *pb.HardState) error {
 		return nil
 	}
 	st.Term, st.Vote, st.Commit = hs.GetTerm(), hs.GetVote(), max(st.Commit, hs.GetCommit())
-	return s.saveLocked(st)
+	if err := s.vote.write(st.Term, st.Vote, st.Commit); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.st.Term, s.st.Vote, s.st.Commit = st.Term, st.Vote, st.Commit
+	s.mu.Unlock()
+	s.noteDurableCommit(st.Commit)
+	return nil
 }
 
 // commitCoversConf reports whether commit would be the first persisted commit to cover an
@@ -577,16 +599,22 @@ func (s *LogStorage) saveLocked(st raftState) error {
 	s.mu.Lock()
 	s.st = st
 	s.mu.Unlock()
-	s.durableCommit = st.Commit
+	s.noteDurableCommit(st.Commit)
+	return nil
+}
+
+// noteDurableCommit records that commit is persisted: the configuration changes it covers
+// no longer need an eager commit. Caller holds writeMu.
+func (s *LogStorage) noteDurableCommit(commit uint64) {
+	s.durableCommit = commit
 	n := 0
-	for n < len(s.confPending) && s.confPending[n] <= st.Commit {
+	for n < len(s.confPending) && s.confPending[n] <= commit {
 		n++
 	}
 	s.confPending = s.confPending[n:]
-	if s.untrackedTo <= st.Commit {
+	if s.untrackedTo <= commit {
 		s.untrackedTo = 0
 	}
-	return nil
 }
 
 // JoinGate reports whether the replica is join-gated (see Host.AddGroup) and its floor (0:

@@ -127,7 +127,7 @@ func TestStateCorruptIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ls.SetHardState(&pb.HardState{Term: new(uint64(3)), Vote: new(uint64(1)), Commit: new(uint64(0))}); err != nil {
+	if err := ls.SetConfState(0, &pb.ConfState{Voters: []uint64{1, 2, 3}}); err != nil {
 		t.Fatal(err)
 	}
 	ls.Close()
