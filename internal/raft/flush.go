@@ -120,20 +120,26 @@ func (h *Host) flushGroup(g *group, ob *outbox) {
 		g.mu.Unlock()
 		return
 	}
-	var local []*pb.Message
 	for _, r := range recs {
-		for _, m := range r.responses {
-			if m.GetTo() == h.id {
-				local = append(local, m)
-			} else {
-				ob.addMsg(m.GetTo(), g.id, m)
-			}
+		g.deliver(r.responses, ob)
+	}
+}
+
+// deliver passes on the responses of a storage append once it is durable: those to other
+// hosts to ob, the group's own back to its inbox.
+func (g *group) deliver(responses []*pb.Message, ob *outbox) {
+	var local []*pb.Message
+	for _, m := range responses {
+		if m.GetTo() == g.h.id {
+			local = append(local, m)
+		} else {
+			ob.addMsg(m.GetTo(), g.id, m)
 		}
 	}
 	if len(local) > 0 {
 		g.inMu.Lock()
 		g.inLocal = append(g.inLocal, local...)
 		g.inMu.Unlock()
-		h.enqueue(g)
+		g.h.enqueue(g)
 	}
 }

@@ -268,20 +268,7 @@ func (g *group) deliverUnqueued(responses []*pb.Message, ob *outbox) bool {
 	if !idle {
 		return false
 	}
-	var local []*pb.Message
-	for _, r := range responses {
-		if r.GetTo() == g.h.id {
-			local = append(local, r)
-		} else {
-			ob.addMsg(r.GetTo(), g.id, r)
-		}
-	}
-	if len(local) > 0 {
-		g.inMu.Lock()
-		g.inLocal = append(g.inLocal, local...)
-		g.inMu.Unlock()
-		g.h.enqueue(g)
-	}
+	g.deliver(responses, ob)
 	return true
 }
 
