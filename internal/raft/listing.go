@@ -197,9 +197,9 @@ func (qt *quietTable) removeLocked(g *group) {
 // on the listing of a peer not confirmed for quietSlack ticks (the peer woke them, died
 // or is cut off), and the quiesced groups led here whose members on silent hosts leave
 // them without a quorum (so CheckQuorum runs again), or that have a learner there (which
-// never campaigns, so it is heartbeat until heard again; canQuiesce). The second is checked only when the
-// set of silent hosts changed: a group that quiesced since passed the same check with a
-// stricter idea of silence (canQuiesce).
+// never campaigns, so it is heartbeat until heard again). The second is checked only when
+// the set of silent hosts changed: a group that quiesced since passed the same check with
+// a stricter idea of silence (canQuiesce).
 func (qt *quietTable) expireLocked(now uint64, silent map[uint64]bool) {
 	for p, f := range qt.followed {
 		if len(f.groups) == 0 || now-f.seen <= quietSlack {

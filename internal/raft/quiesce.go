@@ -15,21 +15,21 @@ import (
 // # Quiescence and coalesced liveness
 //
 // A leader whose group has been idle for quiesceTicks ticks (nothing pending, the log
-// committed and applied, every follower's Match at the last index, every peer host heard
-// from recently, no leadership transfer) quiesces it: the ticker stops ticking the group,
-// so raft sends no per-group heartbeats for it. Instead the host sends every peer host one
-// HostHeartbeat per tick, whose listing names (group, term, commit) for the quiesced groups
-// it leads that the peer is a member of; the listing itself goes only when it changed
-// (listing.go), and the heartbeat in between confirms it.
+// committed and applied, the Match of every follower whose host was heard from recently at
+// the last index, those hosts a quorum, no leadership transfer) quiesces it: the ticker
+// stops ticking the group, so raft sends no per-group heartbeats for it. Instead the host
+// sends every peer host one HostHeartbeat per tick, whose listing names (group, term,
+// commit) for the quiesced groups it leads that the peer is a member of; the listing itself
+// goes only when it changed (listing.go), and the heartbeat in between confirms it.
 //
 // A follower that finds itself listed by the host it follows, at its own term and commit,
 // stops ticking the group while the heartbeats keep confirming the listing; if they stop
 // for quietSlack ticks (the leader's host died or is cut off) or a new listing leaves the
 // group out (the leader woke it) it ticks again and raft's election timer takes over. A
 // listing that does not match (another term or leader, a commit behind) leaves the
-// follower ticking: at worst it times out, pre-votes, and the pre-vote wakes the leader,
-// whose heartbeats then bring the follower back (a follower that is only behind in what it
-// knows takes the listing instead: adoptListing).
+// follower ticking, and it learns from the listing what the leader's heartbeat would have
+// told it (adoptListing); at worst it times out, pre-votes, and the pre-vote wakes the
+// leader, whose heartbeats then bring the follower back.
 //
 // Any proposal, control call, conf change, local flush response or raft message other than
 // a same-term heartbeat (or heartbeat response) wakes the group on either side.
@@ -42,8 +42,9 @@ import (
 // quiesced group with a member there woke and heartbeat it each tick, and a broker with
 // tens of thousands of replicas, restarting, met a flood of them while it opened its own.
 // Back, the follower finds its listing matching (nothing was written meanwhile), or not
-// (it is behind): then it ticks, times out and pre-votes, which wakes the leader, whose
-// heartbeats and appends bring it up to date.
+// (it is behind): then it takes the leader from the listing, and its answer makes the
+// leader's raft send what it lacks (adoptListing); were that answer lost, it would time
+// out and pre-vote, which wakes the leader too.
 //
 // Quiescence only withholds ticks: raft's messages stay the source of truth, and nothing
 // is committed differently.
@@ -260,11 +261,10 @@ func (g *group) canQuiesce() bool {
 		return false
 	}
 	// Every member whose host is heard from holds the last index; one whose host is silent
-	// is left to catch up when it is back (its listing will not match, so it ticks, and its
-	// pre-vote wakes the group), as long as the members heard from are a quorum: a
-	// quiesced leader runs no CheckQuorum, so it must not quiesce without one. A learner is no
-	// voter: it never campaigns, so back from silence it would never wake a quiesced leader,
-	// and it must be heard and caught up like before.
+	// is left to catch up when it is back (adoptListing), as long as the members heard from
+	// are a quorum: a quiesced leader runs no CheckQuorum, so it must not quiesce without
+	// one. A learner is no voter: it never campaigns, so back from silence it could not
+	// wake a quiesced leader by a pre-vote, and it must be heard and caught up like before.
 	if !quorumHeard(g.conf, g.h.id, func(id uint64) bool { return g.h.peerLive(id, quietSlack) }) {
 		return false
 	}
