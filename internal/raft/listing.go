@@ -270,7 +270,7 @@ func (h *Host) onHeartbeat(from uint64, hb *HostHeartbeat) {
 			kept = append(kept, g)
 			continue
 		}
-		if term <= q.Term && lead != g.h.id && g.adoptAsked.Swap(q.Commit) != q.Commit {
+		if term <= q.Term && g.adoptAsked.Swap(q.Commit) != q.Commit {
 			g.adoptListing(from, q)
 		}
 	}

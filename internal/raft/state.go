@@ -256,33 +256,42 @@ func decodeState(b []byte) (raftState, error) {
 
 // readState reads the state file; a missing file is the empty state (found false).
 func readState(fs storage.FS, name string) (s raftState, found bool, err error) {
-	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, false, nil
-	}
-	if err != nil {
-		return s, false, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
+	b, size, found, err := readPrefix(fs, name, maxStateSize)
+	if err != nil || !found {
 		return s, false, err
 	}
 	if size > maxStateSize {
 		return s, false, fmt.Errorf("%w: %s is %d bytes", ErrCorruptState, name, size)
-	}
-	b := make([]byte, size)
-	if n, err := f.ReadAt(b, 0); n != len(b) {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return s, false, fmt.Errorf("raft: read %s: %w", name, err)
 	}
 	s, err = decodeState(b)
 	if err != nil {
 		return s, false, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, true, nil
+}
+
+// readPrefix reads the first min(size, limit) bytes of file name and returns them with
+// the file's size; a missing file is found false.
+func readPrefix(fs storage.FS, name string, limit int64) (b []byte, size int64, found bool, err error) {
+	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer f.Close()
+	if size, err = f.Size(); err != nil {
+		return nil, 0, false, err
+	}
+	b = make([]byte, min(size, limit))
+	if n, err := f.ReadAt(b, 0); n != len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, 0, false, fmt.Errorf("raft: read %s: %w", name, err)
+	}
+	return b, size, true, nil
 }
 
 // writeState replaces the state file durably: temp file, fsync, rename, directory fsync.

@@ -2,10 +2,8 @@ package raft
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -28,7 +26,7 @@ import (
 // HardState of the moment; opening takes the newer of the two (the higher term; at the
 // same term the one that holds a vote, since a vote never changes within a term) and the
 // higher commit. An earlier release reads raft.state alone: a downgrade after elections
-// ran here could forget a vote (docs/operations.md, Upgrades).
+// ran here could forget a vote (docs/operations.md, Downgrades).
 //
 // Each record is, big-endian: magic "CAIRNVOT" | sequence u64 | term u64 | vote u64 |
 // commit u64 | CRC32C u32 of the bytes before it; record i (sequence modulo 2) starts at
@@ -95,24 +93,9 @@ func decodeVoteFile(b []byte) (r voteRec, found bool, err error) {
 
 // readVoteFile reads the vote file at name; a missing one is found false.
 func readVoteFile(fs storage.FS, name string) (voteRec, bool, error) {
-	f, err := fs.OpenFile(name, os.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return voteRec{}, false, nil
-	}
-	if err != nil {
+	b, _, found, err := readPrefix(fs, name, 2*voteSlot)
+	if err != nil || !found {
 		return voteRec{}, false, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return voteRec{}, false, err
-	}
-	b := make([]byte, min(size, 2*voteSlot))
-	if n, err := f.ReadAt(b, 0); n != len(b) {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return voteRec{}, false, fmt.Errorf("raft: read %s: %w", name, err)
 	}
 	r, found, err := decodeVoteFile(b)
 	if err != nil {
