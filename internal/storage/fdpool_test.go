@@ -225,23 +225,8 @@ func TestPoolConcurrentUse(t *testing.T) {
 				return
 			}
 			defer f.Close()
-			want := bytes.Repeat([]byte{byte(i)}, 512)
-			for round := range 20 {
-				if _, err := f.WriteAt(want, int64(round*512)); err != nil {
-					errs <- err
-					return
-				}
-				if round%4 == 3 {
-					if err := f.Sync(); err != nil {
-						errs <- err
-						return
-					}
-				}
-				got := make([]byte, 512)
-				if _, err := f.ReadAt(got, int64(round*512)); err != nil || !bytes.Equal(got, want) {
-					errs <- fmt.Errorf("file %d round %d: %v", i, round, err)
-					return
-				}
+			if err := writeRounds(f, byte(i), 512, 20, 4); err != nil {
+				errs <- err
 			}
 		})
 	}
@@ -286,21 +271,8 @@ func TestPoolRenamesOutsideTheLockKeepFilesApart(t *testing.T) {
 				return
 			}
 			defer f.Close()
-			want := bytes.Repeat([]byte{byte(i)}, 256)
-			for round := range 20 {
-				if _, err := f.WriteAt(want, int64(round*256)); err != nil {
-					errs <- err
-					return
-				}
-				if err := f.Sync(); err != nil {
-					errs <- err
-					return
-				}
-				got := make([]byte, 256)
-				if _, err := f.ReadAt(got, int64(round*256)); err != nil || !bytes.Equal(got, want) {
-					errs <- fmt.Errorf("file %d round %d: %v", i, round, err)
-					return
-				}
+			if err := writeRounds(f, byte(i), 256, 20, 1); err != nil {
+				errs <- err
 			}
 		})
 	}
@@ -318,4 +290,26 @@ func TestPoolRenamesOutsideTheLockKeepFilesApart(t *testing.T) {
 	if p.held() != 0 {
 		t.Fatalf("%d descriptors held after every file closed", p.held())
 	}
+}
+
+// writeRounds writes rounds blocks of size bytes of fill to f one after another, syncs
+// after every syncEvery-th, and reads each back at once.
+func writeRounds(f File, fill byte, size, rounds, syncEvery int) error {
+	want := bytes.Repeat([]byte{fill}, size)
+	for round := range rounds {
+		off := int64(round * size)
+		if _, err := f.WriteAt(want, off); err != nil {
+			return err
+		}
+		if round%syncEvery == syncEvery-1 {
+			if err := f.Sync(); err != nil {
+				return err
+			}
+		}
+		got := make([]byte, size)
+		if _, err := f.ReadAt(got, off); err != nil || !bytes.Equal(got, want) {
+			return fmt.Errorf("file %d round %d: %v", fill, round, err)
+		}
+	}
+	return nil
 }
