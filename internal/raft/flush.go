@@ -11,17 +11,37 @@ import (
 // (an election waits on it), or carries a vote answer (a candidate waits on it).
 func urgentFlush(recs []appendRec, term, vote uint64) bool {
 	for _, r := range recs {
-		if r.hs != nil && (r.hs.GetTerm() != term || r.hs.GetVote() != vote) {
+		if urgentRec(r, term, vote) {
 			return true
-		}
-		for _, m := range r.responses {
-			switch m.GetType() {
-			case pb.MsgVoteResp, pb.MsgPreVoteResp:
-				return true
-			}
 		}
 	}
 	return false
+}
+
+// urgentRec reports whether an election waits on r: it persists a term or vote other than
+// term and vote, or carries a vote answer.
+func urgentRec(r appendRec, term, vote uint64) bool {
+	if r.hs != nil && (r.hs.GetTerm() != term || r.hs.GetVote() != vote) {
+		return true
+	}
+	for _, m := range r.responses {
+		switch m.GetType() {
+		case pb.MsgVoteResp, pb.MsgPreVoteResp:
+			return true
+		}
+	}
+	return false
+}
+
+// electionBacklogged reports whether more election writes wait for the flushers than
+// HostOptions.ElectionBacklog. Then the ticker stops the election clocks of the replicas
+// without a leader: a vote answer that waits longer than an election timeout in the queue
+// arrives after its candidate gave up and campaigned again, at a new term, which is one
+// more write for every voter. When tens of thousands of groups elected at once (a cold
+// start of a large cluster), every group did that and none ever won. Paused, the
+// candidates wait for the answers already queued, and the disk catches up.
+func (h *Host) electionBacklogged() bool {
+	return h.electionWrites.Load() >= int64(h.opts.ElectionBacklog)
 }
 
 // delayFlush reports whether the group's write-caching policy holds its queued records
@@ -94,6 +114,13 @@ func (h *Host) flushGroup(g *group, ob *outbox) {
 	recs := g.fRecs
 	g.fRecs = nil
 	g.fMu.Unlock()
+	var taken int64
+	for _, r := range recs {
+		if r.election {
+			taken++
+		}
+	}
+	h.electionWrites.Add(-taken)
 	if len(recs) == 0 || g.removed.Load() {
 		return
 	}

@@ -255,6 +255,7 @@ type group struct {
 type appendRec struct {
 	hs        *pb.HardState
 	responses []*pb.Message
+	election  bool // counted in Host.electionWrites while queued
 }
 
 func (g *group) shutdown(err error) {

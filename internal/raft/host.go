@@ -121,6 +121,10 @@ type HostOptions struct {
 	Workers int
 	// Flushers is the size of the flusher pool (default DefaultFlushers).
 	Flushers int
+	// ElectionBacklog is how many term, vote and vote-answer writes may wait for the
+	// flushers before the replicas without a leader stop their election clocks (default
+	// DefaultElectionBacklog; see electionBacklogged).
+	ElectionBacklog int
 	// Logger is raft's logger (default: discard everything but panics).
 	Logger etcdraft.Logger
 	// MaxSizePerMsg, MaxInflightMsgs and MaxInflightBytes bound replication traffic to each
@@ -189,7 +193,10 @@ type Host struct {
 	peers   peerTable
 	pacer   learnerPacer
 	flushes atomic.Uint64 // LogStorage.Flush calls
-	appends atomic.Uint64 // MsgStorageAppend messages those flushes covered
+	// electionWrites counts the queued records that an election waits on (urgentRec), from
+	// when a group queues one until a flusher takes it.
+	electionWrites atomic.Int64
+	appends        atomic.Uint64 // MsgStorageAppend messages those flushes covered
 	// noCampaign is the campaign switch turned off (campaign.go).
 	noCampaign atomic.Bool
 }
@@ -218,6 +225,10 @@ func (h *Host) Stats() HostStats {
 // leaderless for minutes); concurrent fsyncs of different files also share the disk's
 // cache flushes. Each flusher is a goroutine and an outbox.
 const DefaultFlushers = 16
+
+// DefaultElectionBacklog is HostOptions.ElectionBacklog's default: about a tenth of a
+// second of vote-file writes on a modest disk, well inside an election timeout.
+const DefaultElectionBacklog = 1024
 
 // NewHost starts a host's workers, flushers and ticker.
 func NewHost(opts HostOptions) *Host {
@@ -251,6 +262,9 @@ func newHost(opts HostOptions, clock Clock) *Host {
 	}
 	if opts.Flushers <= 0 {
 		opts.Flushers = DefaultFlushers
+	}
+	if opts.ElectionBacklog <= 0 {
+		opts.ElectionBacklog = DefaultElectionBacklog
 	}
 	if opts.Logger == nil {
 		opts.Logger = discardLogger{}

@@ -50,6 +50,8 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	n := g.ticks.Swap(0)
 	if g.gated.Load() {
 		n = 0 // a gated joiner is not ticked (campaign.go)
+	} else if g.state != etcdraft.StateLeader && g.lead == 0 && h.electionBacklogged() {
+		n = 0 // as in tickOnce
 	}
 	for ; n > 0; n-- {
 		rn.Tick()
@@ -243,6 +245,10 @@ func (h *Host) handleAppend(g *group, m *pb.Message, ob *outbox) error {
 	rec := appendRec{responses: m.GetResponses()}
 	if m.Term != nil {
 		rec.hs = &pb.HardState{Term: new(m.GetTerm()), Vote: new(m.GetVote()), Commit: new(m.GetCommit())}
+	}
+	if term, vote, _ := g.ls.HardState(); urgentRec(rec, term, vote) {
+		rec.election = true
+		h.electionWrites.Add(1)
 	}
 	g.fMu.Lock()
 	if len(g.fRecs) == 0 {

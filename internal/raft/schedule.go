@@ -166,6 +166,7 @@ func (h *Host) tickOnce() {
 	// A copy, so that wakes and quiesces need not wait for the round.
 	list := append(h.tickList[:0], h.quiet.active...)
 	h.quiet.mu.Unlock()
+	backlogged := h.electionBacklogged()
 	for _, g := range list {
 		if g.solo.Load() || g.gated.Load() {
 			continue // nothing to tick for; a gated joiner must not campaign (campaign.go)
@@ -173,11 +174,13 @@ func (h *Host) tickOnce() {
 		if g.mu.TryLock() {
 			work := false
 			if g.gone == nil && !g.quiet.Load() && g.quietFrom.Load() == 0 {
-				quiesced := false
+				still := false
 				if g.state == etcdraft.StateLeader {
-					quiesced = g.tryQuiesce()
+					still = g.tryQuiesce()
+				} else if backlogged && g.lead == 0 {
+					still = true // its election clock waits for the flushers (electionBacklogged)
 				}
-				if !quiesced {
+				if !still {
 					g.rn.Tick()
 					if g.fast != nil {
 						g.stepFastElection(g.rn)

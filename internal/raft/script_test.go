@@ -38,6 +38,8 @@ type script struct {
 	learnerRate int64
 	// maxMsg is every host's MaxSizePerMsg (0: raft's default).
 	maxMsg uint64
+	// electionBacklog is every host's ElectionBacklog (0: the default).
+	electionBacklog int
 	// reconfigs are the planners, by the host that drives them (a new leader, a new one).
 	reconfigs map[uint64]*raft.Reconfig
 	// flushDelay is the write-caching policy's hold (0: strict, every append flushed at once).
@@ -54,7 +56,7 @@ type script struct {
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
 var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	// add-hosts N [voters=1,2,3] [join=4,5] [bootstrap-at-zero] [learner-rate=BYTES/S]
-	// [max-msg=BYTES] [write-caching=DURATION]
+	// [max-msg=BYTES] [election-backlog=N] [write-caching=DURATION]
 	// [share-visible=BOOL] [show-visible]: a new scenario of N hosts (voters: all); join
 	// hosts start their replica with no bootstrap (they join when added); with
 	// bootstrap-at-zero the others bootstrap as an earlier release did (the configuration
@@ -98,6 +100,11 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		if td.HasArg("max-msg") {
 			td.ScanArgs(s.t, "max-msg", &s.maxMsg)
 			mode += fmt.Sprintf(", messages of at most %d bytes", s.maxMsg)
+		}
+		s.electionBacklog = 0
+		if td.HasArg("election-backlog") {
+			td.ScanArgs(s.t, "election-backlog", &s.electionBacklog)
+			mode += fmt.Sprintf(", election backlog %d", s.electionBacklog)
 		}
 		s.reset(n, voters, delay)
 		s.d.ShowVisible(td.HasArg("show-visible"))
@@ -305,12 +312,13 @@ func eachHost(f func(s *script, id uint64) string) func(*script, *datadriven.Tes
 // of the group on a log of its own.
 func (s *script) reset(n int, voters []uint64, flushDelay time.Duration) {
 	s.close()
-	rate, maxMsg := s.learnerRate, s.maxMsg
+	rate, maxMsg, backlog := s.learnerRate, s.maxMsg, s.electionBacklog
 	s.d = rafttest.New(s.t, n, func(o *raft.HostOptions) {
 		if rate > 0 {
 			o.LearnerRate = func() int64 { return rate }
 		}
 		o.MaxSizePerMsg = maxMsg
+		o.ElectionBacklog = backlog
 	})
 	s.voters, s.flushDelay = voters, flushDelay
 	if s.voters == nil {
