@@ -382,8 +382,11 @@ func (l *Log) loadSegmentIndexes(s *segment, fileSize int64) ([]termRun, bool) {
 // and term runs. It returns the position of the first byte that is not part of a valid
 // entry (fileSize if the whole file is good).
 func (l *Log) scanSegment(s *segment, fileSize int64) (int64, error) {
-	buf := make([]byte, 0, 1<<20)
-	r := newEntryReader(s.f, s.start(), fileSize, 1<<20, buf)
+	// A pooled buffer: a broker opening tens of thousands of replicas scans one segment
+	// each, and a fresh megabyte per scan was most of its garbage.
+	bp := getReadBuf()
+	r := newEntryReader(s.f, s.start(), fileSize, 1<<20, *bp)
+	defer func() { *bp = r.buf[:0]; putReadBuf(bp) }()
 	lastTerm := s.prevTerm
 	for {
 		p, st, err := r.next()
