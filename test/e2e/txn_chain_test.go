@@ -94,6 +94,13 @@ func runChain(t *testing.T, name string, groupOpts func(stage, member int) []kgo
 			readCommitted,
 			kgo.RequireStableFetchOffsets(),
 			kgo.FetchMaxWait(200 * time.Millisecond),
+			// Each record goes to the next topic's partition of the same number, so a
+			// transaction aborted by a rebalance and done again writes where it wrote
+			// before: every input partition then ends with a commit marker, which
+			// waitChainSettled counts on. With a sticky partitioner the retry could land
+			// elsewhere and leave an abort marker last, past which a consumer commits no
+			// offset, and the wait below would never end.
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		}, groupOpts(stage, m)...)
 		s, err := kgo.NewGroupTransactSession(opts...)
 		if err != nil {
@@ -123,7 +130,7 @@ func runChain(t *testing.T, name string, groupOpts func(stage, member int) []kgo
 				return
 			}
 			fs.EachRecord(func(r *kgo.Record) {
-				s.Produce(runCtx, &kgo.Record{Topic: chainTopic(name, stage), Value: r.Value}, nil)
+				s.Produce(runCtx, &kgo.Record{Topic: chainTopic(name, stage), Partition: r.Partition, Value: r.Value}, nil)
 			})
 			if _, err := s.End(runCtx, kgo.TryCommit); err != nil && runCtx.Err() == nil {
 				// A failed commit is aborted and the records are consumed again: exactly
@@ -195,38 +202,53 @@ func runChain(t *testing.T, name string, groupOpts func(stage, member int) []kgo
 }
 
 // waitChainSettled waits until each stage's group has committed offsets at the
-// read_committed end of its input (an empty partition needs no commit).
+// read_committed end of its input (an empty partition needs no commit). On a timeout it
+// names what was still behind.
 func waitChainSettled(t *testing.T, adm *kadm.Client, name string) {
 	t.Helper()
-	waitFor(t, 2*time.Minute, func() bool {
-		ctx := ctxFor(t, 15*time.Second)
-		for stage := 1; stage <= chainStages; stage++ {
-			in := chainTopic(name, stage-1)
-			ends, err := adm.ListCommittedOffsets(ctx, in)
-			if err != nil {
-				return false
-			}
-			got, err := adm.FetchOffsets(ctx, fmt.Sprintf("chain-%s-g%d", name, stage))
-			if err != nil {
-				return false
-			}
-			settled := true
-			ends.Each(func(o kadm.ListedOffset) {
-				c, ok := got.Lookup(in, o.Partition)
-				end := o.Offset
-				if stage > 1 && end > 0 {
-					// A transactional input ends with its last commit marker, which a
-					// consumer reads past but commits no offset after.
-					end--
-				}
-				if (!ok && end > 0) || (ok && c.At < end) {
-					settled = false
-				}
-			})
-			if !settled {
-				return false
-			}
+	var behind string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if behind = chainBehind(t, adm, name); behind == "" {
+			return
 		}
-		return true
-	})
+		if time.Now().After(deadline) {
+			t.Fatalf("the chain's groups had not committed their input within 2m0s: %s", behind)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// chainBehind says which stage's group has not committed up to its input's end, or "".
+func chainBehind(t *testing.T, adm *kadm.Client, name string) string {
+	ctx := ctxFor(t, 15*time.Second)
+	for stage := 1; stage <= chainStages; stage++ {
+		in := chainTopic(name, stage-1)
+		ends, err := adm.ListCommittedOffsets(ctx, in)
+		if err != nil {
+			return fmt.Sprintf("listing the end of %s: %v", in, err)
+		}
+		group := fmt.Sprintf("chain-%s-g%d", name, stage)
+		got, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return fmt.Sprintf("fetching the offsets of %s: %v", group, err)
+		}
+		var lag []string
+		ends.Each(func(o kadm.ListedOffset) {
+			c, ok := got.Lookup(in, o.Partition)
+			end := o.Offset
+			if stage > 1 && end > 0 {
+				// A transactional input ends with its last commit marker, which a
+				// consumer reads past but commits no offset after.
+				end--
+			}
+			if (!ok && end > 0) || (ok && c.At < end) {
+				lag = append(lag, fmt.Sprintf("%s/%d committed %d (found %v), end %d", in, o.Partition, c.At, ok, end))
+			}
+		})
+		if len(lag) > 0 {
+			return fmt.Sprintf("group %s: %v", group, lag)
+		}
+	}
+	return ""
 }
