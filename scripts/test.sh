@@ -29,3 +29,5 @@ go run ./test/chaos --duration 20s --seed 3 --mode strict --brokers 5 --faults k
 go run ./test/chaos --duration 4s --seed 1 --mode strict --brokers 5 --min-insync-racks 3 --faults recover
 go run ./test/chaos --duration 15s --seed 4 --mode strict --security sasl_ssl --faults kill,partition,power
 go run ./test/chaos --duration 20s --seed 5 --mode txn --faults kill,pause,partition,power
+# A calm session: the load alone, unthrottled; a leader change fails it (elections.go).
+go run ./test/chaos --duration 15s --seed 6 --producers 8 --partitions 8 --faults none

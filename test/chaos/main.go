@@ -7,6 +7,7 @@
 //	go run ./test/chaos --duration 5m --brokers 5 --min-insync-racks 3 --faults recover,kill,partition
 //	go run ./test/chaos --duration 5m --rate 300 --brokers 5 --security sasl_ssl --faults kill,pause,partition,power,move
 //	go run ./test/chaos --duration 30m --seed 41 --rate 200 --mode txn --faults kill,pause,partition,power
+//	go run ./test/chaos --duration 5m --producers 8 --partitions 8 --faults none
 //
 // It starts --brokers cairn processes behind link proxies (test/chaos/faults), runs
 // idempotent franz-go producers and a consumer that record every operation
@@ -81,6 +82,7 @@ type config struct {
 	seed       uint64
 	mode       history.Mode
 	faults     map[string]bool
+	calm       bool // --faults none: no fault, and any leader change fails the session (elections.go)
 	brokers    int
 	partitions int
 	producers  int
@@ -120,7 +122,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", time.Minute, "how long faults are injected (the session also sets up, heals and checks)")
 	flag.Uint64Var(&cfg.seed, "seed", 0, "seed of the fault schedule (0: from the clock; printed)")
 	flag.StringVar(&mode, "mode", "strict", "strict, write-caching, acks1 or txn (transactional producers and read_committed consumers; see txn.go)")
-	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults: kill, pause, partition, power, rack (a whole rack at once), move (partition moves, cancels and leadership moves), recover (a partition's majority lost for good and force-recovered; needs --mode strict, --brokers 5+, --min-insync-racks 3, a rack per broker, no move)")
+	flag.StringVar(&faultList, "faults", "kill,pause,partition,power", "comma-separated faults, or none (a calm session: no fault, and any leader change during the load fails it): kill, pause, partition, power, rack (a whole rack at once), move (partition moves, cancels and leadership moves), recover (a partition's majority lost for good and force-recovered; needs --mode strict, --brokers 5+, --min-insync-racks 3, a rack per broker, no move)")
 	flag.IntVar(&cfg.brokers, "brokers", 3, "number of brokers")
 	flag.IntVar(&cfg.partitions, "partitions", 3, "partitions of the topic (replication factor = min(3, brokers))")
 	flag.IntVar(&cfg.producers, "producers", 3, "idempotent producers")
@@ -144,6 +146,8 @@ func main() {
 		case slices.Contains(faultKinds, f):
 			cfg.faults[f] = true
 		case f == "":
+		case f == "none" && !cfg.calm:
+			cfg.calm = true
 		default:
 			fail(fmt.Errorf("unknown fault %q (want one of %s)", f, strings.Join(faultKinds, ", ")))
 		}
@@ -168,8 +172,11 @@ func main() {
 	if cfg.minInsyncRacks < 0 {
 		fail(errors.New("--min-insync-racks must not be negative"))
 	}
-	if len(cfg.faults) == 0 {
-		fail(errors.New("--faults names no fault"))
+	if len(cfg.faults) == 0 && !cfg.calm {
+		fail(errors.New("--faults names no fault (none: a calm session, see elections.go)"))
+	}
+	if len(cfg.faults) > 0 && cfg.calm {
+		fail(errors.New("--faults none does not go with other faults"))
 	}
 	if cfg.brokers < 1 || cfg.partitions < 1 || cfg.producers < 1 || cfg.duration <= 0 {
 		fail(errors.New("--brokers, --partitions, --producers and --duration must be positive"))
@@ -347,6 +354,12 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 	if err := checkSessionContract(ctx, cl, cfg, checkOpts); err != nil {
 		return nil, err
 	}
+	var leadersBefore map[int32]leaderState
+	if cfg.calm {
+		if leadersBefore, err = settledLeaders(ctx, cl, cfg.sec, cfg.partitions, time.Minute); err != nil {
+			return nil, err
+		}
+	}
 
 	rec, err := history.CreateFile(filepath.Join(cfg.out, "history.jsonl"))
 	if err != nil {
@@ -460,6 +473,15 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 		}
 	}
 	<-loadDone
+	var electionErr error
+	if cfg.calm && schedErr == nil {
+		after, err := leaderStates(ctx, cl, cfg.sec, cfg.partitions)
+		if err != nil {
+			schedErr = fmt.Errorf("reading the leaders after the load: %w", err)
+		} else {
+			electionErr = electionReport(leaderChanges(leadersBefore, after), cfg.partitions)
+		}
+	}
 	if err := rec.Close(); err != nil && schedErr == nil {
 		schedErr = err
 	}
@@ -482,6 +504,9 @@ func runSession(ctx context.Context, cfg config) (*history.Result, error) {
 	fmt.Println("chaos:", console.String())
 	if err == nil {
 		err = consoleError(cl, &console)
+	}
+	if err == nil {
+		err = electionErr
 	}
 	if err == nil && rv != nil && rv.stats.Failures > 0 {
 		err = fmt.Errorf("%d recover steps failed", rv.stats.Failures)
@@ -559,6 +584,10 @@ func schedule(ctx context.Context, cl *faults.Cluster, rec *history.Recorder, cf
 	n := cfg.brokers
 	minority := (n - 1) / 2
 	end := time.Now().Add(cfg.duration)
+	if len(kinds) == 0 { // a calm session: the load alone
+		sleepCtx(ctx, cfg.duration)
+		return ctx.Err()
+	}
 	for time.Now().Before(end) && ctx.Err() == nil {
 		sleepCtx(ctx, time.Duration(1000+rng.IntN(2000))*time.Millisecond)
 		kind := kinds[rng.IntN(len(kinds))]
