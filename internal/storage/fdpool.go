@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // # Open files: a budget of descriptors
@@ -28,6 +29,14 @@ import (
 //   - its name was removed or renamed over, or its directory removed, through this FS
 //     (the file is pinned open: only the descriptor still reaches it).
 //
+// Those descriptors can outnumber the budget: after a mass election, tens of thousands of
+// replicas append at once and each segment holds its descriptor until its flusher syncs
+// it. So the pool has a ceiling too, nine tenths of the limit (the rest is for sockets
+// and directory syncs): an open at the ceiling with nothing idle waits, up to roomWait,
+// until a descriptor is released, since past it the process meets EMFILE and the log whose
+// write needed the descriptor fails for good. The flushers that release descriptors never
+// wait: a sync uses the descriptor its unsynced writes hold.
+//
 // A file renamed through this FS is reopened under its new name. As a last guard, a
 // reopened file must be the same inode as the first open found; if it is not (something
 // outside this FS replaced it), the operation fails with errFileReplaced rather than
@@ -43,29 +52,94 @@ type fdPool struct {
 	// while holding it. Without it every open and rename of the process, with its
 	// syscall, queued on mu: a broker restarting with thousands of replicas opened them
 	// one per rename of some other replica's state file.
-	names  [64]sync.Mutex
-	mu     sync.Mutex
-	budget int
-	open   int       // descriptors held
-	idle   list.List // *pooledFile with a descriptor, unused, synced, not pinned; front newest
-	byName map[string][]*pooledFile
-	byDir  map[string]map[*pooledFile]struct{}
+	names   [64]sync.Mutex
+	mu      sync.Mutex
+	budget  int
+	ceiling int           // descriptors held beyond which an open waits for one to be released
+	room    sync.Cond     // on mu: a descriptor was released (made idle or closed)
+	waiting int           // opens waiting on room
+	maxWait time.Duration // how long an open waits at the ceiling (roomWait)
+	open    int           // descriptors held
+	idle    list.List     // *pooledFile with a descriptor, unused, synced, not pinned; front newest
+	byName  map[string][]*pooledFile
+	byDir   map[string]map[*pooledFile]struct{}
 }
 
 func newFDPool(budget int) *fdPool {
-	return &fdPool{budget: max(budget, 16), byName: map[string][]*pooledFile{}, byDir: map[string]map[*pooledFile]struct{}{}}
+	p := &fdPool{budget: max(budget, 16), ceiling: fdCeiling(), maxWait: roomWait, byName: map[string][]*pooledFile{}, byDir: map[string]map[*pooledFile]struct{}{}}
+	p.room.L = &p.mu
+	return p
 }
 
 // defaultPool is the real filesystem's: half of the process's descriptor limit (the Go
 // runtime raises the soft limit to the hard one at start).
-var defaultPool = newFDPool(fdBudget())
+var defaultPool = newFDPool(fdLimit() / 2)
 
-func fdBudget() int {
+// roomWait bounds an open's wait at the ceiling; past it the open goes ahead and the
+// operating system decides.
+const roomWait = 30 * time.Second
+
+func fdLimit() int {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
-		return 512
+		return 1024
 	}
-	return int(min(rl.Cur/2, 1<<20))
+	return int(min(rl.Cur, 2<<20))
+}
+
+// fdCeiling is nine tenths of the limit, leaving at least 64 descriptors to the rest of
+// the process.
+func fdCeiling() int {
+	limit := fdLimit()
+	return max(limit-max(limit/10, 64), 16)
+}
+
+// waitRoomLocked makes room for one more descriptor: it closes the oldest idle one when
+// the budget is full and, at the ceiling with none idle, waits until one is released or
+// roomWait has passed.
+func (p *fdPool) waitRoomLocked() {
+	p.evictLocked(1)
+	if p.open < p.ceiling {
+		return
+	}
+	deadline := time.Now().Add(p.maxWait)
+	timer := time.AfterFunc(p.maxWait, func() {
+		p.mu.Lock()
+		p.room.Broadcast()
+		p.mu.Unlock()
+	})
+	defer timer.Stop()
+	for p.open >= p.ceiling && time.Now().Before(deadline) {
+		p.waiting++
+		p.room.Wait()
+		p.waiting--
+		p.evictLocked(1)
+	}
+}
+
+// releasedLocked wakes the opens waiting for room: a descriptor became idle or closed.
+func (p *fdPool) releasedLocked() {
+	if p.waiting > 0 {
+		p.room.Broadcast()
+	}
+}
+
+// isOutOfDescriptors reports whether err is the process's or the system's descriptor
+// limit.
+func isOutOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// evictIdleLocked closes every idle descriptor, the answer to an open that found the
+// process out of descriptors below the ceiling (other parts of the process hold them);
+// it reports whether it closed any.
+func (p *fdPool) evictIdleLocked() bool {
+	n := p.open
+	b := p.budget
+	p.budget = 0
+	p.evictLocked(0)
+	p.budget = b
+	return p.open < n
 }
 
 // pooledFile is a File of the real filesystem under the budget. Fields are guarded by
@@ -102,12 +176,20 @@ func (p *fdPool) openFile(name string, flag int, perm os.FileMode) (File, error)
 		}
 		return &osFile{f: f}, nil
 	}
-	defer p.lockNames(filepath.Dir(name))()
 	p.mu.Lock()
-	p.evictLocked(1)
+	p.waitRoomLocked()
 	p.open++ // the descriptor about to be opened counts now
 	p.mu.Unlock()
+	defer p.lockNames(filepath.Dir(name))()
 	f, err := os.OpenFile(name, flag, perm)
+	if isOutOfDescriptors(err) {
+		p.mu.Lock()
+		freed := p.evictIdleLocked()
+		p.mu.Unlock()
+		if freed {
+			f, err = os.OpenFile(name, flag, perm)
+		}
+	}
 	var id fileIdentity
 	if err == nil {
 		if id, err = fileID(f); err != nil {
@@ -118,6 +200,7 @@ func (p *fdPool) openFile(name string, flag int, perm os.FileMode) (File, error)
 	defer p.mu.Unlock()
 	if err != nil {
 		p.open--
+		p.releasedLocked()
 		return nil, err
 	}
 	pf := &pooledFile{p: p, name: name, flag: flag &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC), f: f, id: id}
@@ -187,6 +270,7 @@ func (p *fdPool) makeIdleLocked(pf *pooledFile) {
 		return
 	}
 	pf.elem = p.idle.PushFront(pf)
+	p.releasedLocked()
 }
 
 func (p *fdPool) leaveIdleLocked(pf *pooledFile) {
@@ -220,7 +304,7 @@ func (p *fdPool) pinLocked(pf *pooledFile) error {
 		return nil
 	}
 	if pf.f == nil {
-		if err := p.reopenLocked(pf); err != nil {
+		if err := p.reopenLocked(pf, false); err != nil {
 			return err
 		}
 	}
@@ -229,9 +313,21 @@ func (p *fdPool) pinLocked(pf *pooledFile) error {
 	return nil
 }
 
-func (p *fdPool) reopenLocked(pf *pooledFile) error {
-	p.evictLocked(1)
+// reopenLocked opens pf's descriptor again. wait says it may wait for room at the ceiling
+// (not while a rename holds names).
+func (p *fdPool) reopenLocked(pf *pooledFile, wait bool) error {
+	if wait {
+		p.waitRoomLocked()
+		if pf.closed || pf.f != nil {
+			return nil // closed, or opened again by another user, while this one waited
+		}
+	} else {
+		p.evictLocked(1)
+	}
 	f, err := os.OpenFile(pf.name, pf.flag, 0)
+	if isOutOfDescriptors(err) && p.evictIdleLocked() {
+		f, err = os.OpenFile(pf.name, pf.flag, 0)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w: %s", errFileReplaced, pf.name)
@@ -262,8 +358,11 @@ func (pf *pooledFile) acquire(write bool) (*os.File, error) {
 		return nil, os.ErrClosed
 	}
 	if pf.f == nil {
-		if err := p.reopenLocked(pf); err != nil {
+		if err := p.reopenLocked(pf, true); err != nil {
 			return nil, err
+		}
+		if pf.closed {
+			return nil, os.ErrClosed
 		}
 	}
 	p.leaveIdleLocked(pf)
@@ -392,6 +491,7 @@ func (pf *pooledFile) Close() error {
 	err := pf.f.Close()
 	pf.f = nil
 	p.open--
+	p.releasedLocked()
 	return err
 }
 

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestMain runs the package's tests with a budget of 16 descriptors, so that every test on
@@ -132,10 +134,113 @@ func TestPoolKeepsUnsyncedFilesOpen(t *testing.T) {
 func evictAll(p *fdPool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	b := p.budget
-	p.budget = 0
-	p.evictLocked(0)
-	p.budget = b
+	p.evictIdleLocked()
+}
+
+func (p *fdPool) waiters() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.waiting
+}
+
+// At the ceiling, with every descriptor holding unsynced writes, neither a new file nor a
+// closed one's reopen takes a descriptor until a Sync releases one; the pool then holds no
+// more than the ceiling. Past the wait's bound an open goes ahead.
+func TestPoolWaitsAtTheCeiling(t *testing.T) {
+	fs, p := poolFS(16)
+	p.ceiling = 20
+	dir := t.TempDir()
+	var files []File
+	for i := range 21 {
+		f, err := fs.OpenFile(filepath.Join(dir, fmt.Sprint(i)), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+		if i == 0 { // synced, so its descriptor is closed for the budget
+			writeAndSync(t, f, []byte("synced"))
+			evictAll(p)
+			continue
+		}
+		if _, err := f.WriteAt([]byte("unsynced"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := files[0]
+	files = files[1:]
+	if p.held() != 20 {
+		t.Fatalf("%d descriptors held, want the ceiling's 20", p.held())
+	}
+	type result struct {
+		what string
+		err  error
+	}
+	done := make(chan result, 2)
+	go func() {
+		_, err := fs.OpenFile(filepath.Join(dir, "new"), os.O_RDWR|os.O_CREATE, 0o644)
+		done <- result{"a new file", err}
+	}()
+	go func() {
+		_, err := closed.ReadAt(make([]byte, 6), 0)
+		done <- result{"a reopen", err}
+	}()
+	waitUntil(t, func() bool { return p.waiters() == 2 })
+	select {
+	case r := <-done:
+		t.Fatalf("%s went past the ceiling (err %v)", r.what, r.err)
+	default:
+	}
+	for i := range 2 {
+		if err := files[i].Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if r := <-done; r.err != nil {
+			t.Fatalf("%s after a Sync released room: %v", r.what, r.err)
+		}
+	}
+	if p.held() > 20 {
+		t.Fatalf("%d descriptors held, ceiling 20", p.held())
+	}
+
+	p.mu.Lock()
+	p.maxWait = time.Millisecond
+	p.mu.Unlock()
+	for _, f := range files[2:] {
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var extra []File
+	for i := range 25 {
+		f, err := fs.OpenFile(filepath.Join(dir, fmt.Sprint("x", i)), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("unsynced"), 0); err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, f)
+	}
+	if p.held() < 25 {
+		t.Fatalf("%d descriptors held: opens past a short wait did not go ahead", p.held())
+	}
+	for _, f := range append(append(files, closed), extra...) {
+		f.Close()
+	}
+}
+
+// waitUntil waits for cond, failing the test after 10 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		runtime.Gosched()
+	}
 }
 
 // A file removed, or renamed over, through the FS keeps reading its own bytes; one renamed
