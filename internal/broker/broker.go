@@ -249,7 +249,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.transport, b.messages = tr, reg
 	b.host, _ = raftrpc.NewHost(tr, raft.HostOptions{NodeID: uint64(cfg.NodeID), TickInterval: cfg.TickInterval,
-		LearnerRate: b.learnerRate.Load})
+		LearnerRate: b.learnerRate.Load, Logger: raft.ErrorLogger(cfg.Logger)})
 	b.fwd = newForwarder(b)
 	b.markerSem = make(chan struct{}, maxMarkerInflight)
 	b.txnShards = map[int32]int32{}

@@ -3,6 +3,7 @@ package raft
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -367,3 +368,18 @@ func (discardLogger) Fatalf(f string, v ...any) {
 }
 func (discardLogger) Panic(v ...any)            { panic(fmt.Sprint(v...)) }
 func (discardLogger) Panicf(f string, v ...any) { panic(fmt.Sprintf(f, v...)) }
+
+// ErrorLogger is a raft logger that passes errors on to lg, among them a group stopped by
+// a storage failure (group.fail), and drops the rest, which etcd raft writes at every
+// election and configuration change of every group.
+func ErrorLogger(lg *slog.Logger) etcdraft.Logger { return errorLogger{lg: lg} }
+
+type errorLogger struct {
+	discardLogger
+	lg *slog.Logger
+}
+
+func (l errorLogger) Error(v ...any) { l.lg.Error("raft: " + fmt.Sprint(v...)) }
+func (l errorLogger) Errorf(f string, v ...any) {
+	l.lg.Error("raft: " + fmt.Sprintf(f, v...))
+}
