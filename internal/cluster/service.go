@@ -264,7 +264,7 @@ func (s *Service) Run(ctx context.Context) error {
 			bootstrap, join = cs, true
 		}
 	}
-	if err := s.host.AddGroup(ControllerGroup, raft.GroupConfig{Storage: s.ls, Bootstrap: bootstrap, Apply: s.apply}); err != nil {
+	if err := s.host.AddGroup(ControllerGroup, raft.GroupConfig{Storage: s.ls, Bootstrap: bootstrap, Apply: s.apply, Priority: true}); err != nil {
 		return fmt.Errorf("cluster: adding group 0: %w", err)
 	}
 	s.mu.Lock()

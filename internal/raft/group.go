@@ -43,6 +43,12 @@ type GroupConfig struct {
 	// asked once per leader round. nil: never, and followers' Status.LeaderVisible is
 	// their commit.
 	ShareVisible func() bool
+	// Priority puts the group ahead of the others: its replicas' election clocks run while
+	// the host's election writes are backlogged (electionBacklogged), and it goes to the
+	// front of the host's work and flush queues. The controller group sets it: while it
+	// has no leader no broker can register and nothing can be created or moved, and tens
+	// of thousands of partition elections must not queue in front of its own.
+	Priority bool
 }
 
 // AddGroup starts a replica of group id on this host.
@@ -88,7 +94,7 @@ func (h *Host) AddGroup(id uint64, cfg GroupConfig) error {
 		return err
 	}
 	g := &group{id: id, h: h, activePos: -1, ls: ls, apply: cfg.Apply, onChange: cfg.OnChange, flushDelay: cfg.FlushDelay,
-		shareVisible: cfg.ShareVisible, rn: rn,
+		shareVisible: cfg.ShareVisible, priority: cfg.Priority, rn: rn,
 		written: map[uint64]uint64{}, acked: ackMap{}}
 	g.applied = ls.ApplyFloor()
 	joiner := cfg.Bootstrap == nil && len(cs.GetVoters()) == 0 && len(cs.GetLearners()) == 0 && ls.WrittenIndex() == 0
@@ -167,7 +173,8 @@ type group struct {
 	onChange     func()
 	flushDelay   func(int64, time.Duration) time.Duration
 	shareVisible func() bool
-	pos          int // in h.list, guarded by h.mu
+	priority     bool // GroupConfig.Priority
+	pos          int  // in h.list, guarded by h.mu
 
 	sched  atomic.Int32 // 0 idle, 1 queued or running, 2 running and queued again
 	again  bool         // set by the worker running the group: its round left work (processAll)

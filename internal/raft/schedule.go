@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,9 +20,18 @@ type workQueue struct {
 
 func (q *workQueue) init() { q.cond = sync.NewCond(&q.mu) }
 
+// push queues g at the back, or a priority group (GroupConfig.Priority) at the front.
 func (q *workQueue) push(g *group) {
 	q.mu.Lock()
-	q.items = append(q.items, g)
+	switch {
+	case !g.priority:
+		q.items = append(q.items, g)
+	case q.head > 0:
+		q.head--
+		q.items[q.head] = g
+	default:
+		q.items = slices.Insert(q.items, 0, g)
+	}
 	q.mu.Unlock()
 	q.cond.Signal()
 }
@@ -177,7 +187,7 @@ func (h *Host) tickOnce() {
 				still := false
 				if g.state == etcdraft.StateLeader {
 					still = g.tryQuiesce()
-				} else if backlogged && g.lead == 0 {
+				} else if backlogged && g.lead == 0 && !g.priority {
 					still = true // its election clock waits for the flushers (electionBacklogged)
 				}
 				if !still {

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"slices"
 	"testing"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -88,5 +89,29 @@ func TestWorkQueueOrder(t *testing.T) {
 		if g != nil {
 			t.Fatalf("the drained queue still holds group %d at %d", g.id, i)
 		}
+	}
+}
+
+// A priority group goes ahead of every queued group, whether the queue was taken from
+// (room before its head) or not.
+func TestWorkQueuePriorityFirst(t *testing.T) {
+	var q workQueue
+	q.init()
+	a, b, c := &group{id: 1}, &group{id: 2}, &group{id: 3}
+	ctl := &group{id: 99, priority: true}
+	q.push(a)
+	q.push(b)
+	q.push(ctl)
+	if got := q.take(nil, 1); got[0] != ctl {
+		t.Fatalf("took group %d first, want the priority group", got[0].id)
+	}
+	q.push(c)
+	q.push(ctl) // the head has room now: it goes there
+	var ids []uint64
+	for _, g := range q.take(nil, 10) {
+		ids = append(ids, g.id)
+	}
+	if want := []uint64{99, 1, 2, 3}; !slices.Equal(ids, want) {
+		t.Fatalf("took %v, want %v", ids, want)
 	}
 }

@@ -40,6 +40,8 @@ type script struct {
 	maxMsg uint64
 	// electionBacklog is every host's ElectionBacklog (0: the default).
 	electionBacklog int
+	// priority is the group's GroupConfig.Priority.
+	priority bool
 	// reconfigs are the planners, by the host that drives them (a new leader, a new one).
 	reconfigs map[uint64]*raft.Reconfig
 	// flushDelay is the write-caching policy's hold (0: strict, every append flushed at once).
@@ -56,7 +58,7 @@ type script struct {
 // scriptCommands are the commands of raft's own scripts, beside the driver's.
 var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	// add-hosts N [voters=1,2,3] [join=4,5] [bootstrap-at-zero] [learner-rate=BYTES/S]
-	// [max-msg=BYTES] [election-backlog=N] [write-caching=DURATION]
+	// [max-msg=BYTES] [election-backlog=N] [priority] [write-caching=DURATION]
 	// [share-visible=BOOL] [show-visible]: a new scenario of N hosts (voters: all); join
 	// hosts start their replica with no bootstrap (they join when added); with
 	// bootstrap-at-zero the others bootstrap as an earlier release did (the configuration
@@ -65,7 +67,7 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 	// partition's: write caching, unless given); with show-visible, deliver names the
 	// leaders' visible reports.
 	"add-hosts": func(s *script, td *datadriven.TestData) string {
-		n := rafttest.HostCount(s.t, td, "show-visible", "bootstrap-at-zero")
+		n := rafttest.HostCount(s.t, td, "show-visible", "bootstrap-at-zero", "priority")
 		s.atZero = td.HasArg("bootstrap-at-zero")
 		var delay time.Duration
 		mode := "strict"
@@ -105,6 +107,9 @@ var scriptCommands = map[string]func(s *script, td *datadriven.TestData) string{
 		if td.HasArg("election-backlog") {
 			td.ScanArgs(s.t, "election-backlog", &s.electionBacklog)
 			mode += fmt.Sprintf(", election backlog %d", s.electionBacklog)
+		}
+		if s.priority = td.HasArg("priority"); s.priority {
+			mode += ", priority group"
 		}
 		s.reset(n, voters, delay)
 		s.d.ShowVisible(td.HasArg("show-visible"))
@@ -348,7 +353,7 @@ func (s *script) open(id uint64) error {
 }
 
 func (s *script) addGroup(id uint64) {
-	cfg := raft.GroupConfig{Storage: s.ls[id], BootstrapInLog: !s.atZero}
+	cfg := raft.GroupConfig{Storage: s.ls[id], BootstrapInLog: !s.atZero, Priority: s.priority}
 	if !s.joiners[id] {
 		cfg.Bootstrap = &pb.ConfState{Voters: s.voters}
 	}
