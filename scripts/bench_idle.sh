@@ -5,7 +5,9 @@
 # healthy (every partition led, every ISR full), then, after 30 s to settle, each broker's
 # CPU over 60 s as a share of one core, its RSS and its open descriptors; then it restarts
 # broker 2 (SIGTERM, then a start on the same folder) and reports how long until its port
-# opened and until the cluster was healthy again, and each broker's CPU over 60 s after.
+# opened and until the cluster was healthy again, and each broker's CPU over 60 s after;
+# then it stops all three and starts them together (a whole cluster's reboot) and reports
+# how long until every port opened and until the cluster was healthy.
 # Usage: scripts/bench_idle.sh [PARTITIONS]   (default 50000; about 15 minutes at 50,000)
 # CAIRN_BIN=path measures that binary instead of building this tree. Ports 44092-46644 on
 # 127.0.0.1 must be free; data goes under $WORK. Results also go to $OUT/idle-summary.txt.
@@ -102,3 +104,14 @@ healthy 3600 || { say "not healthy an hour after the restart"; exit 1; }
 say "broker 2 restarted: cluster healthy after $(since "$t0") s"
 sleep 30
 measure "idle after the restart"
+
+t0=$(now)
+for i in 1 2 3; do kill -TERM "${pids[i]}"; done
+for i in 1 2 3; do wait "${pids[i]}"; done
+say "all three stopped in $(since "$t0") s"
+t0=$(now)
+for i in 1 2 3; do start $i; done
+for i in 1 2 3; do waitport 4$((i + 3))092; done
+say "all three restarted: ports open after $(since "$t0") s"
+healthy 3600 || { say "not healthy an hour after the cold start"; exit 1; }
+say "all three restarted: cluster healthy after $(since "$t0") s"
