@@ -34,8 +34,10 @@ import (
 // it. So the pool has a ceiling too, nine tenths of the limit (the rest is for sockets
 // and directory syncs): an open at the ceiling with nothing idle waits, up to roomWait,
 // until a descriptor is released, since past it the process meets EMFILE and the log whose
-// write needed the descriptor fails for good. The flushers that release descriptors never
-// wait: a sync uses the descriptor its unsynced writes hold.
+// write needed the descriptor fails for good. The syncs that release descriptors need no
+// new one (a sync uses the descriptor its unsynced writes hold), and a raft flusher syncs
+// its segment, releasing that descriptor, before it writes the vote file that may need
+// one; should every flusher still wait, the bound ends it.
 //
 // A file renamed through this FS is reopened under its new name. As a last guard, a
 // reopened file must be the same inode as the first open found; if it is not (something
