@@ -3,6 +3,7 @@ package raft
 import (
 	"fmt"
 
+	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
@@ -42,6 +43,13 @@ func urgentRec(r appendRec, term, vote uint64) bool {
 // candidates wait for the answers already queued, and the disk catches up.
 func (h *Host) electionBacklogged() bool {
 	return h.electionWrites.Load() >= int64(h.opts.ElectionBacklog)
+}
+
+// electionClockHeld reports whether g's election clock stands still for now: the host is
+// backlogged (electionBacklogged), g has no leader and is not one, and it is not a
+// priority group. The ticker and a group's own round both ask it.
+func (g *group) electionClockHeld(backlogged bool) bool {
+	return backlogged && g.state != etcdraft.StateLeader && g.lead == 0 && !g.priority
 }
 
 // delayFlush reports whether the group's write-caching policy holds its queued records

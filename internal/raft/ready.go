@@ -50,7 +50,7 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	n := g.ticks.Swap(0)
 	if g.gated.Load() {
 		n = 0 // a gated joiner is not ticked (campaign.go)
-	} else if g.state != etcdraft.StateLeader && g.lead == 0 && !g.priority && h.electionBacklogged() {
+	} else if g.electionClockHeld(h.electionBacklogged()) {
 		n = 0 // as in tickOnce
 	}
 	for ; n > 0; n-- {

@@ -187,7 +187,7 @@ func (h *Host) tickOnce() {
 				still := false
 				if g.state == etcdraft.StateLeader {
 					still = g.tryQuiesce()
-				} else if backlogged && g.lead == 0 && !g.priority {
+				} else if g.electionClockHeld(backlogged) {
 					still = true // its election clock waits for the flushers (electionBacklogged)
 				}
 				if !still {
