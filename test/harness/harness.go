@@ -548,7 +548,8 @@ func Kill(bs ...*Broker) error {
 // Kill kills the broker with SIGKILL and waits until it is reaped (see the function Kill).
 func (b *Broker) Kill() error { return Kill(b) }
 
-// Pause stops the broker with SIGSTOP: its sockets stay open, it answers nothing.
+// Pause stops the broker with SIGSTOP and returns once all its threads are stopped: its
+// sockets stay open, it answers nothing.
 func (b *Broker) Pause() error { return b.pause(true) }
 
 // Resume continues a paused broker with SIGCONT.
@@ -566,6 +567,11 @@ func (b *Broker) pause(stop bool) error {
 	b.logf("%s (pid %d)", name, p.cmd.Process.Pid)
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		return err
+	}
+	if stop {
+		if err := waitStopped(p.cmd.Process.Pid, reapTimeout); err != nil {
+			return err
+		}
 	}
 	b.mu.Lock()
 	p.paused = stop

@@ -137,6 +137,9 @@ func TestLifecycle(t *testing.T) {
 	if err := b.Pause(); err != nil {
 		t.Fatal(err)
 	}
+	if n, err := runningThreads(b.current().cmd.Process.Pid); err != nil || n != 0 {
+		t.Fatalf("after Pause returned, %d threads still run (%v), want all stopped", n, err)
+	}
 	if err := b.Stop(); err != nil {
 		t.Fatalf("Stop of a paused broker: %v", err)
 	}
