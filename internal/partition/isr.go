@@ -38,6 +38,12 @@ func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.
 		clear(p.caughtUp)
 		clear(p.heldSeen)
 	}
+	// A voter that holds the log end of the last refresh was caught up until entries past it
+	// were appended, which is no earlier than that refresh and may be now: an idle
+	// partition refreshes on no event, so its followers' times would otherwise be as old as
+	// the idle spell, and the first batch after it would find them all out of the ISR. (In
+	// Kafka, likewise, a fetch that reaches the log end of the previous fetch counts.)
+	caughtUpTo := min(p.leaderEnd, leaderEnd)
 	p.leaderEnd = leaderEnd
 	if !b.IsLeader {
 		return
@@ -49,7 +55,7 @@ func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.
 		if moved {
 			p.heldSeen[v] = held
 		}
-		if _, ok := p.caughtUp[v]; !ok || (held >= leaderEnd && (moved || p.host.PeerLive(v))) {
+		if _, ok := p.caughtUp[v]; !ok || (held >= caughtUpTo && (moved || p.host.PeerLive(v))) {
 			p.caughtUp[v] = now
 		}
 	}
