@@ -63,7 +63,7 @@ func NewMetrics(b *broker.Broker) *Metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.bytesIn, m.bytesOut, m.connections, m.responseBytes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&partitionCollector{b: b}, &rpcCollector{b: b}, &txnCollector{b: b})
+		&partitionCollector{b: b}, &rpcCollector{b: b}, &txnCollector{b: b}, &raftCollector{b: b})
 	return m
 }
 

@@ -386,6 +386,10 @@ func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 // RPCStats returns the inter-broker transport's per-peer counters.
 func (b *Broker) RPCStats() rpc.Stats { return b.transport.Stats() }
 
+// RaftStats is the raft host's counters and queue lengths: elections and the work waiting
+// for its workers and flushers.
+func (b *Broker) RaftStats() raft.HostStats { return b.host.Stats() }
+
 // UnhandledRPCMessages counts the inter-broker messages received of a type no part of this
 // node registers (a newer broker's, or one that came before its owner was created): dropped.
 func (b *Broker) UnhandledRPCMessages() uint64 { return b.messages.Dropped() }

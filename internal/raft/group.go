@@ -196,6 +196,7 @@ type group struct {
 	activePos                   int
 	listMark                    uint64
 	pubLead, pubTerm, pubCommit atomic.Uint64
+	pubLeading                  atomic.Bool // for Stats: a leader's pubLead is 0
 	// adoptAsked: the listed commit this follower last asked to adopt (adoptListing),
 	// so that a listing it cannot take is not tried again every listing round.
 	adoptAsked     atomic.Uint64
@@ -301,6 +302,19 @@ func (g *group) refreshStatus() {
 		clear(g.visSent)
 		g.visReport = 0
 		g.needMaj = true
+		if state != g.state {
+			switch state {
+			case etcdraft.StatePreCandidate:
+				g.h.preCampaigns.Add(1)
+			case etcdraft.StateCandidate:
+				g.h.campaigns.Add(1)
+			case etcdraft.StateLeader:
+				g.h.wins.Add(1)
+				if g.state != etcdraft.StateCandidate {
+					g.h.campaigns.Add(1) // won within one round (a sole voter): never seen as candidate
+				}
+			}
+		}
 		if state == etcdraft.StateLeader && g.state != etcdraft.StateLeader {
 			g.noteConf()
 			// raft refuses conf changes until this term's first entry applies; a change of an

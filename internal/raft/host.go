@@ -198,11 +198,14 @@ type Host struct {
 	// when a group queues one until a flusher takes it.
 	electionWrites atomic.Int64
 	appends        atomic.Uint64 // MsgStorageAppend messages those flushes covered
+	// preCampaigns, campaigns and wins count this host's replicas becoming pre-candidate,
+	// candidate and leader (refreshStatus).
+	preCampaigns, campaigns, wins atomic.Uint64
 	// noCampaign is the campaign switch turned off (campaign.go).
 	noCampaign atomic.Bool
 }
 
-// HostStats are cumulative counters of a host.
+// HostStats are a host's counters (cumulative) and queue lengths (now).
 type HostStats struct {
 	// Ticks is the number of ticker rounds.
 	Ticks uint64
@@ -210,11 +213,32 @@ type HostStats struct {
 	// MsgStorageAppend messages they made durable (Appends/Flushes is the group-commit
 	// factor).
 	Flushes, Appends uint64
+	// PreCampaigns, Campaigns and Wins count replicas of this host that became
+	// pre-candidate, candidate (a new term) and leader. Campaigns far above Wins is an
+	// election storm: terms move and nobody keeps a leadership.
+	PreCampaigns, Campaigns, Wins uint64
+	// ReadyQueued is how many groups wait for a worker now, FlushQueued how many for a
+	// flusher, and ElectionWrites how many queued records an election waits on
+	// (electionBacklogged).
+	ReadyQueued, FlushQueued, ElectionWrites int
+	// Replicas is how many groups the host runs, Leaderless how many of them know no
+	// leader now.
+	Replicas, Leaderless int
 }
 
-// Stats returns the host's counters.
+// Stats returns the host's counters and queue lengths.
 func (h *Host) Stats() HostStats {
-	return HostStats{Ticks: h.ticks.Load(), Flushes: h.flushes.Load(), Appends: h.appends.Load()}
+	h.mu.RLock()
+	replicas, leaderless := len(h.list), 0
+	for _, g := range h.list {
+		if g.pubLead.Load() == 0 && !g.pubLeading.Load() {
+			leaderless++
+		}
+	}
+	h.mu.RUnlock()
+	return HostStats{Replicas: replicas, Leaderless: leaderless, Ticks: h.ticks.Load(), Flushes: h.flushes.Load(), Appends: h.appends.Load(),
+		PreCampaigns: h.preCampaigns.Load(), Campaigns: h.campaigns.Load(), Wins: h.wins.Load(),
+		ReadyQueued: h.readyQ.len(), FlushQueued: h.flushQ.len(), ElectionWrites: int(h.electionWrites.Load())}
 }
 
 // DefaultFlushers is how many groups a host flushes at once. Flushing waits on the disk,

@@ -168,34 +168,42 @@ func (g *group) publish() {
 	}
 	commit := g.rn.BasicStatus().GetCommit()
 	g.pubLead.Store(lead)
+	g.pubLeading.Store(g.state == etcdraft.StateLeader)
 	g.pubTerm.Store(g.term)
 	g.pubCommit.Store(commit)
 	if g.onChange == nil {
 		return
 	}
-	// A follower's status is these fields; when none moved (a heartbeat of an awake
-	// leader, every tick), its owner's refresh would find nothing new, and a broker
-	// restarting among thousands of awake leaders spent 40% of its CPU finding that. A
-	// leader's owner is told every time: its view of the followers' progress and of time
-	// (the ISR's lag window) moves without any of them.
-	if g.state != etcdraft.StateLeader {
-		key := publishedStatus{state: g.state, term: g.term, lead: g.lead, commit: commit, applied: g.applied,
-			written: g.ls.WrittenIndex(), flushed: g.ls.FlushedIndex(), visible: g.visReport, conf: g.confSeq,
-			gated: g.gated.Load()}
-		if g.published == key {
-			return
-		}
-		g.published = key
-	} else {
-		g.published = publishedStatus{}
+	// A replica's status is these fields; when none moved (a heartbeat of an awake leader,
+	// every tick, and its answers), its owner's refresh would find nothing new. A broker
+	// restarting among thousands of awake leaders spent 40% of its CPU finding that on the
+	// followers; at 50,000 partitions the leaders' own refreshes, three per tick per awake
+	// leader, flooded the scheduler with owner goroutines until the ticker ran a few times
+	// a second and the elections never settled. A leader's key adds its followers'
+	// progress, which only grows within a term, as a sum. Time alone needs no refresh: the
+	// ISR is computed when it is read, from the progress and the lag window (package
+	// partition).
+	key := publishedStatus{state: g.state, term: g.term, lead: g.lead, commit: commit, applied: g.applied,
+		written: g.ls.WrittenIndex(), flushed: g.ls.FlushedIndex(), visible: g.visReport, conf: g.confSeq,
+		gated: g.gated.Load()}
+	if g.state == etcdraft.StateLeader {
+		key.majority, key.ownFirst = g.majority, g.ownFirst
+		g.rn.WithProgress(func(id uint64, _ etcdraft.ProgressType, pr tracker.Progress) {
+			key.progress += pr.Match + g.written[id]
+		})
 	}
+	if g.published == key {
+		return
+	}
+	g.published = key
 	g.onChange()
 }
 
-// publishedStatus is what a follower's last OnChange reflected (publish).
+// publishedStatus is what a replica's last OnChange reflected (publish).
 type publishedStatus struct {
 	state                                                        etcdraft.StateType
 	term, lead, commit, applied, written, flushed, visible, conf uint64
+	majority, ownFirst, progress                                 uint64 // a leader's
 	gated                                                        bool
 }
 
@@ -222,8 +230,14 @@ func (g *group) wakes(m *pb.Message) bool {
 
 // tryQuiesce is called by the ticker with g.mu held on a replica that is not quiet. It
 // reports whether the group (led here) has now quiesced.
-func (g *group) tryQuiesce() bool {
-	if !g.canQuiesce() {
+//
+// inRound: the group's own round asks, after a tick it applied (process), rather than
+// the ticker; its mark in the ready queue then does not count as work (canQuiesce). A host whose groups wait longer than a tick for a worker ticks them only in their
+// rounds (tickOnce), and each such tick heartbeats, whose answers queue the group again:
+// asked by the ticker alone, a leader of such a host never found itself idle, and at
+// 50,000 partitions every group stayed awake, tens of thousands of them queued for good.
+func (g *group) tryQuiesce(inRound bool) bool {
+	if !g.canQuiesce(inRound) {
 		g.idle = 0
 		return false
 	}
@@ -242,15 +256,18 @@ func (g *group) tryQuiesce() bool {
 	return true
 }
 
-func (g *group) canQuiesce() bool {
+func (g *group) canQuiesce(inRound bool) bool {
 	if g.state != etcdraft.StateLeader || len(g.waiting) > 0 || len(g.props) > 0 || len(g.peerIDs) == 0 {
 		return false
 	}
-	if g.sched.Load() != 0 || g.fsched.Load() != 0 || g.ticks.Load() != 0 {
+	// In its own round the group is marked queued (1), or queued again (2) by something
+	// that came meanwhile: a tick (counted in ticks) or input (counted below) holds it
+	// awake, a tick the round has applied already does not.
+	if (g.sched.Load() != 0 && !inRound) || g.fsched.Load() != 0 || g.ticks.Load() != 0 {
 		return false
 	}
 	g.inMu.Lock()
-	pending := len(g.inMsgs) + len(g.inLocal) + len(g.inWritten) + len(g.inProps) + len(g.inCtl)
+	pending := len(g.inMsgs) + len(g.inLocal) + len(g.inWritten) + len(g.inVisible) + len(g.inProps) + len(g.inCtl)
 	g.inMu.Unlock()
 	if pending > 0 || g.rn.HasReady() {
 		return false

@@ -47,15 +47,6 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	if wake {
 		g.wake()
 	}
-	n := g.ticks.Swap(0)
-	if g.gated.Load() {
-		n = 0 // a gated joiner is not ticked (campaign.go)
-	} else if g.electionClockHeld(h.electionBacklogged()) {
-		n = 0 // as in tickOnce
-	}
-	for ; n > 0; n-- {
-		rn.Tick()
-	}
 	for _, m := range local {
 		_ = rn.Step(m)
 	}
@@ -84,6 +75,24 @@ func (h *Host) process(g *group, ob *outbox) bool {
 	}
 	for _, f := range ctl {
 		f(rn)
+	}
+	// The ticks that came while the group waited for this round go in after its messages,
+	// and count as one: a vote answer or a heartbeat that arrived in time is not outrun by
+	// a timeout that only ran out while the group sat in the queue (a candidate would
+	// campaign again, at a new term, with the answers that elect it in hand), and a burst
+	// of them does not make a leader elected by those answers step down at once
+	// (CheckQuorum) before a follower could answer it. So a host whose groups wait longer
+	// than a tick for a worker runs their clocks slower, rather than time out elections
+	// and leaders because it is slow itself.
+	n := min(g.ticks.Swap(0), 1)
+	if g.gated.Load() {
+		n = 0 // a gated joiner is not ticked (campaign.go)
+	} else if g.electionClockHeld(h.electionBacklogged()) {
+		n = 0 // as in tickOnce
+	}
+	ticked := n > 0
+	for ; n > 0; n-- {
+		rn.Tick()
 	}
 	if g.fast != nil {
 		g.stepFastElection(rn)
@@ -122,6 +131,9 @@ func (h *Host) process(g *group, ob *outbox) bool {
 		g.updateMajority()
 	}
 	g.reportVisible(ob)
+	if ticked && g.state == etcdraft.StateLeader {
+		g.tryQuiesce(true) // a leader ticked here may never be idle at the ticker (tryQuiesce)
+	}
 	return false
 }
 

@@ -76,6 +76,13 @@ func (q *workQueue) takeLocked(dst []*group, n int) []*group {
 	return dst
 }
 
+// len is how many groups are queued.
+func (q *workQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) - q.head
+}
+
 func (q *workQueue) close() {
 	q.mu.Lock()
 	q.closed = true
@@ -148,9 +155,10 @@ func (h *Host) processAll(batch []*group, ob *outbox) {
 	}
 }
 
-// ticker ticks every group once per TickInterval. A group the worker is not using is
-// ticked in place and queued only if the tick produced work (a heartbeat, a campaign),
-// so an idle follower costs a lock, an increment and HasReady per tick.
+// ticker ticks every group once per TickInterval. A group that is neither queued nor
+// running is ticked in place and queued only if the tick produced work (a heartbeat, a
+// campaign), so an idle follower costs a lock, an increment and HasReady per tick; a
+// queued or running one gets its tick at its next round, after its messages.
 func (h *Host) ticker() {
 	defer h.wg.Done()
 	t := time.NewTicker(h.opts.TickInterval)
@@ -181,12 +189,21 @@ func (h *Host) tickOnce() {
 		if g.solo.Load() || g.gated.Load() {
 			continue // nothing to tick for; a gated joiner must not campaign (campaign.go)
 		}
-		if g.mu.TryLock() {
+		if g.sched.Load() != 0 {
+			// Queued already: the tick waits for the group's round, which steps what is
+			// queued for it first (process), so that a timeout never outruns messages that
+			// arrived before it and only wait for a worker. A quiet group is not ticked at
+			// all, as below.
+			if !g.quiet.Load() && g.quietFrom.Load() == 0 {
+				g.ticks.Add(1)
+				h.enqueue(g)
+			}
+		} else if g.mu.TryLock() {
 			work := false
 			if g.gone == nil && !g.quiet.Load() && g.quietFrom.Load() == 0 {
 				still := false
 				if g.state == etcdraft.StateLeader {
-					still = g.tryQuiesce()
+					still = g.tryQuiesce(false)
 				} else if g.electionClockHeld(backlogged) {
 					still = true // its election clock waits for the flushers (electionBacklogged)
 				}

@@ -271,6 +271,20 @@ func TestClusterMetadataAndReplication(t *testing.T) {
 			}
 		}
 	}
+	// The raft host's election counters: the controller group and the partition each
+	// elected a leader somewhere, and no election won without a campaign.
+	var won, campaigns float64
+	for _, b := range bs {
+		w, okW := b.Metric(t, "cairn_raft_elections_won_total", "")
+		c, okC := b.Metric(t, "cairn_raft_campaigns_total", "")
+		if !okW || !okC {
+			t.Fatalf("broker %d exports no cairn_raft_elections_won_total or cairn_raft_campaigns_total", b.opts.NodeID)
+		}
+		won, campaigns = won+w, campaigns+c
+	}
+	if won < 2 || campaigns < won {
+		t.Errorf("cluster-wide cairn_raft_elections_won_total %v and cairn_raft_campaigns_total %v, want at least 2 wins (controller and partition) and no more wins than campaigns", won, campaigns)
+	}
 }
 
 // TestClusterLeaderKill9UnderLoad: 3 brokers, RF=3, an idempotent producer at acks=-1;
