@@ -207,10 +207,14 @@ type publishedStatus struct {
 	gated                                                        bool
 }
 
+// awake reports whether the group is quiet on neither side: not quiesced here as its
+// leader, and not quiet on a leader's listing as its follower. Only an awake group ticks.
+func (g *group) awake() bool { return !g.quiet.Load() && g.quietFrom.Load() == 0 }
+
 // wake un-quiesces the group on both sides (called with g.mu held).
 func (g *group) wake() {
 	g.idle = 0
-	if !g.quiet.Load() && g.quietFrom.Load() == 0 {
+	if g.awake() {
 		return
 	}
 	qt := &g.h.quiet

@@ -194,13 +194,13 @@ func (h *Host) tickOnce() {
 			// queued for it first (process), so that a timeout never outruns messages that
 			// arrived before it and only wait for a worker. A quiet group is not ticked at
 			// all, as below.
-			if !g.quiet.Load() && g.quietFrom.Load() == 0 {
+			if g.awake() {
 				g.ticks.Add(1)
 				h.enqueue(g)
 			}
 		} else if g.mu.TryLock() {
 			work := false
-			if g.gone == nil && !g.quiet.Load() && g.quietFrom.Load() == 0 {
+			if g.gone == nil && g.awake() {
 				still := false
 				if g.state == etcdraft.StateLeader {
 					still = g.tryQuiesce(false)

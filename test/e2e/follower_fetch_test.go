@@ -362,12 +362,9 @@ func TestFollowerFetchFallbackWhenFollowerDies(t *testing.T) {
 	poll(100)
 	// A broker counts a response once it has written it, so the consumer may hold the
 	// records a moment before the leader's counter shows them.
-	deadline := time.Now().Add(10 * time.Second)
-	for fetchBytes(t, bs[leader])-leaderBefore < 100*100 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if got := fetchBytes(t, bs[leader]) - leaderBefore; got < 100*100 {
+	if !eventually(10*time.Second, func() bool { return fetchBytes(t, bs[leader])-leaderBefore >= 100*100 }) {
+		up := []*Broker{bs[leader], bs[other]}
 		t.Fatalf("after broker %d died the consumer read the rest from elsewhere than the leader %d: the leader served %.0f fetch bytes, broker %d %.0f; broker %d leads now",
-			f+1, leader+1, got, other+1, fetchBytes(t, bs[other])-otherBefore, []*Broker{bs[leader], bs[other]}[leaderOf(t, []*Broker{bs[leader], bs[other]}, topic, 0)].opts.NodeID)
+			f+1, leader+1, fetchBytes(t, bs[leader])-leaderBefore, other+1, fetchBytes(t, bs[other])-otherBefore, up[leaderOf(t, up, topic, 0)].opts.NodeID)
 	}
 }
