@@ -30,9 +30,10 @@ func heldBy(pp raft.PeerProgress, writeCaching bool) uint64 {
 // since the old leader's view of them says nothing about this leadership. A voter counts
 // as caught up only while its broker is heard from: a dead follower of an idle partition
 // still holds the whole log, and would otherwise never leave the ISR (as in Kafka, where
-// a follower that stops fetching leaves it after replica.lag.time.max.ms). A voter whose
-// held index moved since the last refresh was just heard from; only one that did not
-// costs a look at the host's liveness table (a lock), which under load is rare.
+// a follower that stops fetching leaves it replica.lag.time.max.ms after its last fetch).
+// A voter whose held index moved since the last refresh was just heard from; only one
+// that did not costs a look at the host's liveness table (a lock), which under load is
+// rare.
 func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.Time) {
 	if !b.IsLeader || p.bounds.LeaderEpoch != b.LeaderEpoch || !p.bounds.IsLeader {
 		clear(p.caughtUp)
@@ -55,8 +56,19 @@ func (p *Partition) noteCaughtUpLocked(b Boundaries, leaderEnd uint64, now time.
 		if moved {
 			p.heldSeen[v] = held
 		}
-		if _, ok := p.caughtUp[v]; !ok || (held >= caughtUpTo && (moved || p.host.PeerLive(v))) {
+		switch _, ok := p.caughtUp[v]; {
+		case !ok || (held >= caughtUpTo && moved):
 			p.caughtUp[v] = now
+		case held >= caughtUpTo:
+			// It held the log end of the last refresh as long as its broker was heard
+			// from; between refreshes (an idle spell) that is the last time it was heard.
+			heard := p.host.PeerHeardAt(v)
+			if heard.After(now) {
+				heard = now
+			}
+			if heard.After(p.caughtUp[v]) {
+				p.caughtUp[v] = heard
+			}
 		}
 	}
 }
@@ -81,9 +93,10 @@ func (p *Partition) isrLocked(now time.Time) []uint64 {
 		}
 		held := heldBy(p.progress[v], writeCaching)
 		// Caught up within the window; or holding the whole log now, which an idle
-		// partition's followers do without any event refreshing caughtUp (as long as
-		// their broker is heard from).
-		if now.Sub(p.caughtUp[v]) <= p.lagMax || (held >= p.leaderEnd && p.host.PeerLive(v)) {
+		// partition's followers do without any event refreshing caughtUp: they were
+		// caught up whenever their broker was heard from, and a stopped one leaves the
+		// window after it was last heard.
+		if now.Sub(p.caughtUp[v]) <= p.lagMax || (held >= p.leaderEnd && now.Sub(p.host.PeerHeardAt(v)) <= p.lagMax) {
 			isr = append(isr, v)
 		}
 	}

@@ -70,6 +70,10 @@ type Options struct {
 	// OnRoleChange, if set, is called (from the replica's own goroutine; it must not block)
 	// when the replica's role, leader or term changes.
 	OnRoleChange func()
+
+	// steppedRefresh leaves the refresher to the test (scripts): no goroutine refreshes on
+	// the group's OnChange; refreshIfSignalled does, when the test says.
+	steppedRefresh bool
 }
 
 // Partition is one replica of a partition: a Raft group whose log is the partition log
@@ -219,7 +223,11 @@ func Open(opts Options) (*Partition, error) {
 	if err := opts.Host.AddGroup(opts.Group, gc); err != nil {
 		return nil, err
 	}
-	go p.refreshLoop()
+	if opts.steppedRefresh {
+		close(p.done)
+	} else {
+		go p.refreshLoop()
+	}
 	p.refresh()
 	if fresh && !opts.Join && len(voters) > 1 && voters[0] == opts.Self {
 		// A new group's preferred leader campaigns at once rather than after an election
@@ -264,6 +272,16 @@ func (p *Partition) refreshLoop() {
 		case <-p.kick:
 			p.refresh()
 		}
+	}
+}
+
+// refreshIfSignalled is one step of refreshLoop, for a test that steps it: a refresh if
+// the group moved since the last one.
+func (p *Partition) refreshIfSignalled() {
+	select {
+	case <-p.kick:
+		p.refresh()
+	default:
 	}
 }
 

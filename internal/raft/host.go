@@ -344,7 +344,10 @@ func (h *Host) Step(b *Batch) {
 		return
 	}
 	if b.From != 0 && b.From != h.id {
-		h.peers.get(b.From, 0).seen.Store(h.tickNo.Load())
+		at := h.clock.Now()
+		p := h.peers.get(b.From, 0, at)
+		p.seen.Store(h.tickNo.Load())
+		p.heard.Store(at.UnixNano())
 	}
 	if b.Heartbeat != nil {
 		h.onHeartbeat(b.From, b.Heartbeat)

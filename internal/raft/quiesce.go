@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/quorum"
@@ -77,7 +78,8 @@ type QuiescedGroup struct {
 
 // peerState is what a host knows about a peer host's liveness.
 type peerState struct {
-	seen atomic.Uint64 // the local tick of the last batch received from the peer
+	seen  atomic.Uint64 // the local tick of the last batch received from the peer
+	heard atomic.Int64  // when that batch arrived, on the host's clock (UnixNano)
 }
 
 type peerTable struct {
@@ -86,7 +88,7 @@ type peerTable struct {
 	list  []uint64
 }
 
-func (t *peerTable) get(id uint64, now uint64) *peerState {
+func (t *peerTable) get(id uint64, now uint64, at time.Time) *peerState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.peers[id]
@@ -96,6 +98,7 @@ func (t *peerTable) get(id uint64, now uint64) *peerState {
 		}
 		p = &peerState{}
 		p.seen.Store(now) // a grace period: unknown peers are not dead at once
+		p.heard.Store(at.UnixNano())
 		t.peers[id] = p
 		t.list = append(t.list, id)
 	}
@@ -112,12 +115,12 @@ func (t *peerTable) ids() []uint64 {
 // configuration changes).
 func (g *group) notePeers() {
 	h := g.h
-	now := h.tickNo.Load()
+	now, at := h.tickNo.Load(), h.clock.Now()
 	ps := make([]uint64, 0, len(g.conf[0])+len(g.conf[1])+len(g.learners))
 	add := func(id uint64) {
 		if id != h.id && !slices.Contains(ps, id) {
 			ps = append(ps, id)
-			h.peers.get(id, now)
+			h.peers.get(id, now, at)
 		}
 	}
 	for _, c := range g.conf {
@@ -139,8 +142,20 @@ func (h *Host) PeerLive(id uint64) bool {
 }
 
 func (h *Host) peerLive(id uint64, within uint64) bool {
-	p := h.peers.get(id, h.tickNo.Load())
+	p := h.peers.get(id, h.tickNo.Load(), h.clock.Now())
 	return h.tickNo.Load()-p.seen.Load() <= within
+}
+
+// PeerHeardAt is when this host last received a batch from peer host id, on the host's
+// clock (now for itself; when it was first named for a peer never heard from). Unlike
+// PeerLive, which counts ticks for election-timeout decisions, it serves windows measured
+// in time, such as replica.lag.time.max.ms: an idle partition's leader judges a follower
+// by when its broker was last heard, since no per-group event tells it.
+func (h *Host) PeerHeardAt(id uint64) time.Time {
+	if id == h.id {
+		return h.clock.Now()
+	}
+	return time.Unix(0, h.peers.get(id, h.tickNo.Load(), h.clock.Now()).heard.Load())
 }
 
 // silentPeers returns the peers not heard from for an election timeout (nil if none).
