@@ -2,10 +2,12 @@ package broker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,7 +20,7 @@ import (
 // Leadership is decided by each partition's Raft group, not by the controller, so Metadata
 // cannot read it from the controller state. Every broker tells every other which groups it
 // leads, with the term and the ISR (msgLeaders, a full list on every change and every
-// second); a broker answers Metadata from its own replicas first and from those lists for
+// leadershipResend); a broker answers Metadata from its own replicas first and from those lists for
 // the partitions it holds no replica of.
 
 // Message types of this package on the inter-broker transport, from the table of
@@ -53,10 +55,15 @@ type leaderTable struct {
 	mu    sync.Mutex
 	byGrp map[uint64]leaderInfo
 	ch    chan struct{} // closed and replaced on every change
+	// received is the last list each peer sent, as received: a peer sends an unchanged
+	// list again now and then, and one of tens of thousands of groups costs a decode and
+	// a walk of the table for nothing. forget drops a peer's, as it drops its claims.
+	received map[int32][]byte
+	recvMu   sync.Mutex // one receive at a time: received stays the list last applied
 }
 
 func newLeaderTable() *leaderTable {
-	return &leaderTable{byGrp: map[uint64]leaderInfo{}, ch: make(chan struct{})}
+	return &leaderTable{byGrp: map[uint64]leaderInfo{}, ch: make(chan struct{}), received: map[int32][]byte{}}
 }
 
 func (t *leaderTable) changed() <-chan struct{} {
@@ -103,21 +110,40 @@ func (t *leaderTable) forget(live map[int32]bool) {
 			delete(t.byGrp, g)
 		}
 	}
+	for id := range t.received {
+		if !live[id] {
+			delete(t.received, id)
+		}
+	}
 }
 
 func (t *leaderTable) receive(from int32, payload []byte, lg *slog.Logger) {
+	t.recvMu.Lock()
+	defer t.recvMu.Unlock()
+	t.mu.Lock()
+	same := bytes.Equal(t.received[from], payload)
+	t.mu.Unlock()
+	if same {
+		return
+	}
 	list, err := decodeLeaders(payload)
 	if err != nil {
 		lg.Warn("dropping a malformed leadership list", "from", from, "err", err)
 		return
 	}
 	t.update(from, list)
+	t.mu.Lock()
+	t.received[from] = bytes.Clone(payload) // the transport reuses its buffer
+	t.mu.Unlock()
 }
 
 var errBadLeaders = errors.New("malformed leadership list")
 
-func encodeLeaders(list []leaderEntry) []byte {
-	buf := []byte{leadersVersion}
+func encodeLeaders(list []leaderEntry) []byte { return appendLeaders(nil, list) }
+
+// appendLeaders appends list's encoding to buf.
+func appendLeaders(buf []byte, list []leaderEntry) []byte {
+	buf = append(buf, leadersVersion)
 	buf = binary.AppendUvarint(buf, uint64(len(list)))
 	for _, e := range list {
 		buf = binary.AppendUvarint(buf, e.group)
@@ -259,6 +285,17 @@ func (b *Broker) leadershipLoop() {
 	var last, lastSent time.Time
 	var cost time.Duration // the last round's length
 	var lastPayload []byte
+	// Kept from round to round, since a round walks every local replica and, at tens of
+	// thousands of them, its garbage was most of an idle broker's allocations: the
+	// buffers, and the ISR last published for each group led, reused while unchanged.
+	var (
+		list    []leaderEntry
+		follow  []followed
+		isrBuf  []uint64
+		buf     []byte
+		round   uint64
+		lastISR = publishedISRs{}
+	)
 	for {
 		select {
 		case <-b.ctx.Done():
@@ -280,26 +317,32 @@ func (b *Broker) leadershipLoop() {
 			}
 		}
 		last = time.Now()
-		var list []leaderEntry
+		round++
+		list, follow = list[:0], follow[:0]
 		nowLed := map[int32]bool{}
 		txnLed := map[int32]int32{}
-		var follow []followed
 		b.mu.RLock()
 		for _, r := range b.replicas {
-			bd := r.p.Boundaries()
-			if !bd.IsLeader {
-				follow = append(follow, followed{r, bd.LogStart})
+			leads, epoch, logStart, isr := r.p.LeadershipView(isrBuf[:0])
+			isrBuf = isr
+			if !leads {
+				follow = append(follow, followed{r, logStart})
 				continue
 			}
-			list = append(list, leaderEntry{group: r.group, term: uint64(bd.LeaderEpoch), logStart: bd.LogStart, isr: nodeIDs(r.p.ISR())})
+			list = append(list, leaderEntry{group: r.group, term: uint64(epoch), logStart: logStart, isr: lastISR.keep(r.group, isr, round)})
 			switch r.name {
 			case group.OffsetsTopic:
 				nowLed[r.p.ID()] = true
 			case txn.StateTopic:
-				txnLed[r.p.ID()] = bd.LeaderEpoch
+				txnLed[r.p.ID()] = epoch
 			}
 		}
 		b.mu.RUnlock()
+		for g, pi := range lastISR {
+			if pi.round != round {
+				delete(lastISR, g)
+			}
+		}
 		for _, f := range follow {
 			r := f.r
 			// Only a leader's log start past ours can move it (FollowLogStart goes no
@@ -311,14 +354,26 @@ func (b *Broker) leadershipLoop() {
 				}
 			}
 		}
+		clear(follow) // holds replicas: let a removed one go
 		b.moveGroupShards(nowLed)
 		b.moveTxnShards(txnLed)
-		b.leaders.update(b.cfg.NodeID, list)
+		// In group order, so that an unchanged list encodes to the same bytes (the
+		// replicas are walked in map order): it is then neither stored again here nor
+		// sent before leadershipResend, and a peer receiving it again skips it.
+		slices.SortFunc(list, func(a, b leaderEntry) int { return cmp.Compare(a.group, b.group) })
+		buf = appendLeaders(buf[:0], list)
+		changed := !bytes.Equal(buf, lastPayload)
+		send := changed || time.Since(lastSent) >= leadershipResend
+		if send {
+			// A resend stores it again too: forget may have dropped this broker's own
+			// claims while the controller did not count it live.
+			b.leaders.update(b.cfg.NodeID, list)
+		}
 		live := map[int32]bool{}
-		payload := encodeLeaders(list)
-		// An unchanged list is sent again only now and then (for brokers that joined or
-		// lost a message meanwhile): idle brokers with thousands of replicas stay quiet.
-		send := !bytes.Equal(payload, lastPayload) || time.Since(lastSent) >= leadershipResend
+		var payload []byte
+		if send {
+			payload = bytes.Clone(buf) // the transport may hold it past this round
+		}
 		for _, br := range b.state().LiveBrokers() {
 			live[br.ID] = true
 			if send && br.ID != b.cfg.NodeID {
@@ -331,6 +386,39 @@ func (b *Broker) leadershipLoop() {
 		b.leaders.forget(live)
 		cost = time.Since(last)
 	}
+}
+
+// publishedISR is the ISR a leadership round last published for a group, and the round.
+type publishedISR struct {
+	isr   []int32
+	round uint64
+}
+
+type publishedISRs map[uint64]publishedISR
+
+// keep returns the ISR to publish for group: the one published before if it has the same
+// members as isr (so that an idle broker allocates none), else a new one, which it
+// records. Published slices are shared (the leader table holds them) and never changed.
+func (m publishedISRs) keep(group uint64, isr []uint64, round uint64) []int32 {
+	pi := m[group]
+	if !sameIDs(pi.isr, isr) {
+		pi.isr = nodeIDs(isr)
+	}
+	pi.round = round
+	m[group] = pi
+	return pi.isr
+}
+
+func sameIDs(a []int32, b []uint64) bool {
+	if a == nil || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if uint64(a[i]) != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // followed is a replica that follows, and its log start when the round saw it.

@@ -82,10 +82,28 @@ func (p *Partition) ISR() []uint64 {
 }
 
 func (p *Partition) isrLocked(now time.Time) []uint64 {
+	return p.appendISRLocked(nil, now)
+}
+
+// LeadershipView is what the broker's leadership round publishes of this replica, read
+// under one lock: whether it leads, its term and log start, and, when it leads, the ISR
+// appended to isr (a buffer the caller reuses: the round walks every replica of the
+// broker, tens of thousands, every few seconds).
+func (p *Partition) LeadershipView(isr []uint64) (leads bool, epoch int32, logStart int64, isrOut []uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.bounds.IsLeader {
-		return nil
+		return false, p.bounds.LeaderEpoch, p.bounds.LogStart, isr
 	}
-	isr := []uint64{p.self}
+	return true, p.bounds.LeaderEpoch, p.bounds.LogStart, p.appendISRLocked(isr, p.now())
+}
+
+// appendISRLocked appends the ISR (isrLocked) to isr.
+func (p *Partition) appendISRLocked(isr []uint64, now time.Time) []uint64 {
+	if !p.bounds.IsLeader {
+		return isr
+	}
+	isr = append(isr, p.self)
 	writeCaching := p.cfg.Load().WriteCaching
 	for _, v := range p.voters {
 		if v == p.self {
