@@ -20,8 +20,8 @@ import (
 // Leadership is decided by each partition's Raft group, not by the controller, so Metadata
 // cannot read it from the controller state. Every broker tells every other which groups it
 // leads, with the term and the ISR (msgLeaders, a full list on every change and every
-// leadershipResend); a broker answers Metadata from its own replicas first and from those lists for
-// the partitions it holds no replica of.
+// leadershipResend); a broker answers Metadata from its own replicas first and from those
+// lists for the partitions it holds no replica of.
 
 // Message types of this package on the inter-broker transport, from the table of
 // internal/rpc/types.go; New registers their handlers.
