@@ -306,6 +306,7 @@ func newHost(opts HostOptions, clock Clock) *Host {
 	h := &Host{opts: opts, id: opts.NodeID, groups: map[uint64]*group{}, stop: make(chan struct{}),
 		clock: clock}
 	h.quiet.init(clock.Now())
+	h.peers.clock = clock
 	h.tickNo.Store(1)
 	h.readyQ.init()
 	h.flushQ.init()
@@ -344,10 +345,9 @@ func (h *Host) Step(b *Batch) {
 		return
 	}
 	if b.From != 0 && b.From != h.id {
-		at := h.clock.Now()
-		p := h.peers.get(b.From, 0, at)
+		p := h.peers.get(b.From, 0)
 		p.seen.Store(h.tickNo.Load())
-		p.heard.Store(at.UnixNano())
+		p.heard.Store(h.clock.Now().UnixNano())
 	}
 	if b.Heartbeat != nil {
 		h.onHeartbeat(b.From, b.Heartbeat)

@@ -83,12 +83,13 @@ type peerState struct {
 }
 
 type peerTable struct {
+	clock Clock // the host's: when a peer first named was "heard" (a grace period)
 	mu    sync.Mutex
 	peers map[uint64]*peerState
 	list  []uint64
 }
 
-func (t *peerTable) get(id uint64, now uint64, at time.Time) *peerState {
+func (t *peerTable) get(id uint64, now uint64) *peerState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.peers[id]
@@ -98,7 +99,7 @@ func (t *peerTable) get(id uint64, now uint64, at time.Time) *peerState {
 		}
 		p = &peerState{}
 		p.seen.Store(now) // a grace period: unknown peers are not dead at once
-		p.heard.Store(at.UnixNano())
+		p.heard.Store(t.clock.Now().UnixNano())
 		t.peers[id] = p
 		t.list = append(t.list, id)
 	}
@@ -115,12 +116,12 @@ func (t *peerTable) ids() []uint64 {
 // configuration changes).
 func (g *group) notePeers() {
 	h := g.h
-	now, at := h.tickNo.Load(), h.clock.Now()
+	now := h.tickNo.Load()
 	ps := make([]uint64, 0, len(g.conf[0])+len(g.conf[1])+len(g.learners))
 	add := func(id uint64) {
 		if id != h.id && !slices.Contains(ps, id) {
 			ps = append(ps, id)
-			h.peers.get(id, now, at)
+			h.peers.get(id, now)
 		}
 	}
 	for _, c := range g.conf {
@@ -142,7 +143,7 @@ func (h *Host) PeerLive(id uint64) bool {
 }
 
 func (h *Host) peerLive(id uint64, within uint64) bool {
-	p := h.peers.get(id, h.tickNo.Load(), h.clock.Now())
+	p := h.peers.get(id, h.tickNo.Load())
 	return h.tickNo.Load()-p.seen.Load() <= within
 }
 
@@ -155,7 +156,7 @@ func (h *Host) PeerHeardAt(id uint64) time.Time {
 	if id == h.id {
 		return h.clock.Now()
 	}
-	return time.Unix(0, h.peers.get(id, h.tickNo.Load(), h.clock.Now()).heard.Load())
+	return time.Unix(0, h.peers.get(id, h.tickNo.Load()).heard.Load())
 }
 
 // silentPeers returns the peers not heard from for an election timeout (nil if none).
